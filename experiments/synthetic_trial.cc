@@ -1,0 +1,92 @@
+// synthetic_trial: a stand-in training run whose learning curve depends on
+// its hyperparameters. Used by the fast experiments and the tests.
+//
+//   synthetic_trial [--lr F] [--lora-r N] [--dropout F] [--optimizer adam|adamw|sgd]
+//                   [--steps N] [--report-every N] [--sleep-ms N] [--seed N]
+//                   [--fail-at STEP] [--exit-code N] [--json]
+//
+// The curve is  eval_loss(t) = final + a * exp(-t / tau) + noise, where
+// final is smallest at lr = 3e-4, lora_r = 16, dropout = 0.1 (optimizer
+// offsets as the TPE benchmark's), and tau grows as lr shrinks, so small
+// learning rates converge late. Only RANK 0 prints metrics (SPEC section 3);
+// other ranks just sleep through the same steps.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+
+namespace {
+
+[[noreturn]] void Usage(const char* msg) {
+  std::fprintf(stderr, "synthetic_trial: %s\n", msg);
+  std::exit(2);
+}
+
+double ParseDouble(const char* flag, const char* v) {
+  char* end = nullptr;
+  double d = std::strtod(v, &end);
+  if (end == v || *end) Usage((std::string("bad value for ") + flag + ": " + v).c_str());
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double lr = 1e-3, dropout = 0.1;
+  long lora_r = 8, steps = 100, report_every = 10, sleep_ms = 0, seed = 0, fail_at = -1, exit_code = 0;
+  std::string optimizer = "adamw";
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) Usage(("missing value after " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--lr") lr = ParseDouble("--lr", next());
+    else if (a == "--lora-r") lora_r = std::lround(ParseDouble("--lora-r", next()));
+    else if (a == "--dropout") dropout = ParseDouble("--dropout", next());
+    else if (a == "--optimizer") optimizer = next();
+    else if (a == "--steps") steps = std::lround(ParseDouble("--steps", next()));
+    else if (a == "--report-every") report_every = std::lround(ParseDouble("--report-every", next()));
+    else if (a == "--sleep-ms") sleep_ms = std::lround(ParseDouble("--sleep-ms", next()));
+    else if (a == "--seed") seed = std::lround(ParseDouble("--seed", next()));
+    else if (a == "--fail-at") fail_at = std::lround(ParseDouble("--fail-at", next()));
+    else if (a == "--exit-code") exit_code = std::lround(ParseDouble("--exit-code", next()));
+    else if (a == "--json") json = true;
+    else Usage(("unknown argument " + a).c_str());
+  }
+  if (lr <= 0 || lora_r <= 0 || steps <= 0 || report_every <= 0) Usage("lr, lora-r, steps, report-every must be > 0");
+
+  const char* rank_env = std::getenv("RANK");
+  const int rank = rank_env ? std::atoi(rank_env) : 0;
+  double offset = optimizer == "adamw" ? 0.0 : optimizer == "adam" ? 0.05 : 0.3;
+  double lr_opt = optimizer == "sgd" ? 1e-2 : 3e-4;
+  double final_loss = 1.0 + offset + 0.5 * std::pow(std::log10(lr / lr_opt), 2) +
+                      0.05 * std::pow(std::log2(static_cast<double>(lora_r)) - 4.0, 2) +
+                      2.0 * std::pow(dropout - 0.1, 2);
+  double tau = 10.0 * std::sqrt(lr_opt / lr) + 2.0;
+  std::mt19937_64 rng(static_cast<uint64_t>(seed) * 1000003u + static_cast<uint64_t>(lora_r));
+  std::normal_distribution<double> noise(0.0, 0.01);
+
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (rank == 0) std::printf("synthetic_trial: learning rate %g, rank %ld, dropout %g, optimizer %s\n",
+                             lr, lora_r, dropout, optimizer.c_str());
+  for (long t = 1; t <= steps; ++t) {
+    if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    if (t == fail_at) {
+      std::fprintf(stderr, "synthetic_trial: failing at step %ld as asked\n", t);
+      return exit_code ? static_cast<int>(exit_code) : 3;
+    }
+    if (t % report_every != 0 && t != steps) continue;
+    double train = final_loss * 0.95 + 2.0 * std::exp(-static_cast<double>(t) / tau) + noise(rng);
+    double eval = final_loss + 2.0 * std::exp(-static_cast<double>(t) / tau) + noise(rng);
+    if (rank != 0) continue;
+    if (json) std::printf("{\"step\": %ld, \"train_loss\": %.6f, \"eval_loss\": %.6f}\n", t, train, eval);
+    else std::printf("step=%ld train_loss=%.6f eval_loss=%.6f\n", t, train, eval);
+  }
+  return static_cast<int>(exit_code);
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The one installer of system packages (Debian). Idempotent: quiet and fast
+# when everything is already there. Usage: scripts/install-deps.sh [--no-torch]
+set -euo pipefail
+
+want_torch=1
+for a in "$@"; do
+  case "$a" in
+    --no-torch) want_torch=0 ;;
+    *) echo "install-deps.sh: unknown option '$a'" >&2; exit 2 ;;
+  esac
+done
+
+pkgs=(
+  build-essential cmake pkg-config git python3
+  libboost-dev libboost-filesystem-dev nlohmann-json3-dev libeigen3-dev
+  libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2
+)
+if [ "$want_torch" = 1 ]; then
+  # libtorch (CPU) with Gloo; the OpenMP OpenBLAS (the pthread build fights
+  # libtorch's threads); PCRE2 and utf8proc for the tokenizer; Debian text
+  # corpora for the demo data set.
+  pkgs+=(libtorch-dev libgloo-dev libopenblas0-openmp libopenblas-openmp-dev
+         libpcre2-dev libutf8proc-dev fortunes wordnet-base)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ! command -v kubectl >/dev/null 2>&1; then
+  missing+=(kubernetes-client)
+fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# libtorch does its matrix products through libblas.so.3: select OpenBLAS
+# (OpenMP build) instead of the reference BLAS.
+if [ "$want_torch" = 1 ]; then
+  blas=$(update-alternatives --list libblas.so.3-x86_64-linux-gnu 2>/dev/null | grep openblas | grep -m1 openmp || true)
+  if [ -n "$blas" ] && [ "$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu)" != "$(readlink -f "$blas")" ]; then
+    $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu "$blas" >/dev/null
+    lapack=$(update-alternatives --list liblapack.so.3-x86_64-linux-gnu 2>/dev/null | grep openblas | grep -m1 openmp || true)
+    [ -n "$lapack" ] && $SUDO update-alternatives --set liblapack.so.3-x86_64-linux-gnu "$lapack" >/dev/null
+    echo "install-deps: selected OpenBLAS (OpenMP) as libblas.so.3"
+  fi
+fi

@@ -1,0 +1,137 @@
+// ExperimentSpec: a validated experiment.json (SPEC section 2).
+//
+// Parsed and checked once by ParseExperimentSpec; the rest of the tuner
+// trusts it. Every field has the documented default when absent.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/search_space.h"
+#include "tuner/core/status.h"
+
+namespace tune {
+
+enum class Mode { kMin, kMax };
+enum class Scope { kLast, kBest };
+
+struct ObjectiveSpec {
+  std::string metric = "loss";
+  Mode mode = Mode::kMin;
+  std::optional<double> goal;
+  Scope scope = Scope::kLast;
+};
+
+// Optuna's TPESampler names and defaults.
+struct TpeOptions {
+  int n_startup_trials = 10;
+  int n_ei_candidates = 24;
+  std::optional<double> gamma;  // fixed fraction; default Optuna's min(ceil(0.1 n), 25)
+  double prior_weight = 1.0;
+  bool multivariate = false;
+  bool constant_liar = true;   // on by default: trials run in parallel
+  bool consider_endpoints = false;
+  bool consider_magic_clip = true;
+  bool consider_prior = true;
+};
+
+struct SearchOptions {
+  std::string algorithm = "random";  // random | tpe | grid
+  uint64_t seed = 0;                 // 0 if absent: a seed is drawn and stored
+  bool seed_given = false;
+  TpeOptions tpe;
+};
+
+struct SchedulerSpec {
+  std::string type = "fifo";  // fifo | asha | median
+  std::string time_attr = "step";
+  // asha (Ray's AsyncHyperBandScheduler defaults)
+  int64_t max_t = 100;
+  int64_t grace_period = 1;
+  double reduction_factor = 4;
+  int brackets = 1;
+  // median (Ray's MedianStoppingRule defaults; grace_period shared above but
+  // median's default is 60 time units in Ray; we use grace_period as given)
+  int min_samples_required = 3;
+  bool hard_stop = true;
+};
+
+struct LimitsSpec {
+  int max_trials = 10;
+  int max_concurrent_trials = 1;
+  int max_failed_trials = 0;       // 0: no limit
+  double time_budget_s = 0;        // 0: no limit
+};
+
+struct ResourcesSpec {
+  double cpu = 1;
+  int gpu = 0;
+  std::string memory;  // Kubernetes quantity, e.g. "4Gi"; empty: none
+};
+
+struct TrialTemplate {
+  std::vector<std::string> command;  // argv, with ${...} placeholders
+  int workers = 1;
+  ResourcesSpec resources_per_worker;
+  std::map<std::string, std::string> env;
+  int max_retries = 0;
+  double timeout_s = 0;      // 0: no timeout
+  std::string working_dir;   // empty: the directory of experiment.json
+};
+
+// Kubernetes options; JSON-valued ones are kept as JSON text and spliced
+// into manifests as they are (they are validated by kubectl against the
+// real schema).
+struct KubernetesSpec {
+  std::string namespace_ = "default";
+  std::string image;
+  std::string image_pull_policy;         // empty: Kubernetes' default
+  std::string service_account;
+  std::map<std::string, std::string> node_selector;
+  std::string tolerations_json = "[]";
+  std::string volumes_json = "[]";
+  std::string volume_mounts_json = "[]";
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::optional<int> ttl_seconds_after_finished;
+  int backoff_limit = 0;
+  double pending_timeout_s = 600;
+  std::string kubeconfig;
+  std::string context;
+  std::string kubectl = "kubectl";
+};
+
+struct BackendSpec {
+  std::string type = "local";  // local | kubernetes
+  double total_cpus = 0;       // local: CPU slots to use; 0 = all cores
+  std::vector<std::string> gpus;  // local: GPU ids; empty = detect
+  KubernetesSpec kubernetes;
+};
+
+struct ExperimentSpec {
+  std::string name;
+  std::string source_path;  // the experiment.json it came from
+  std::string base_dir;     // directory of source_path (relative paths)
+  std::string json;         // the original text, stored in the database
+  ObjectiveSpec objective;
+  SearchSpace parameters;
+  SearchOptions search;
+  SchedulerSpec scheduler;
+  LimitsSpec limits;
+  TrialTemplate trial;
+  BackendSpec backend;
+  std::string storage_path;  // empty: ./tune.db
+};
+
+// Parses and validates experiment.json text. `path` is used in messages and
+// to resolve relative paths. Errors are InvalidArgument with one sentence:
+//   "experiment.json: parameters.lr.low: expected a number below high (0.01), got 0.5"
+Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::string& path);
+// Reads the file, then ParseExperimentSpec. A missing file is InvalidArgument
+// naming the path.
+Result<ExperimentSpec> LoadExperimentSpec(const std::string& path);
+
+}  // namespace tune

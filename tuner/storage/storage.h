@@ -1,0 +1,97 @@
+// Storage: the results database (SPEC section 4).
+//
+// Contract (as Optuna's BaseStorage):
+// - Thread-safe: any method may be called from any thread.
+// - Every state change is one transaction: after a crash the database holds
+//   each change entirely or not at all.
+// - A finished trial is immutable: FinishTrial on a finished trial and
+//   AppendReport to it fail with FailedPrecondition.
+// - Returned snapshots are copies; later writes do not change them.
+// - Everything --resume needs lives here.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/core/status.h"
+#include "tuner/core/trial.h"
+
+namespace tune {
+
+enum class ExperimentState { kRunning, kCompleted, kFailed, kStopped };
+const char* ExperimentStateName(ExperimentState s);
+
+struct ExperimentRecord {
+  ExperimentId id = 0;
+  std::string name;
+  std::string spec_json;  // experiment.json as given
+  ExperimentState state = ExperimentState::kRunning;
+  uint64_t seed = 0;       // the search seed actually used
+  double created_at = 0;   // Unix seconds
+  std::optional<double> ended_at;
+  std::string message;     // why it failed or stopped
+};
+
+// A trial with everything `tune trials` shows.
+struct TrialRecord {
+  Trial trial;
+  std::optional<double> started_at, ended_at;
+  std::optional<int64_t> last_step;   // highest time_attr value reported
+  std::optional<int64_t> pruned_rung; // milestone it was stopped at
+  std::string location;               // where it ran: "local:pid 123", "k8s:job/x"
+  std::string message;                // why it failed / was pruned
+};
+
+// One stored report, for replaying scheduler events on --resume.
+struct StoredReport {
+  int64_t seq = 0;  // global order of arrival
+  TrialId trial_id = 0;
+  int attempt = 0;
+  MetricReport report;
+};
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+
+  // Fails with FailedPrecondition if an experiment of that name exists.
+  virtual Result<ExperimentId> CreateExperiment(const std::string& name, const std::string& spec_json,
+                                                uint64_t seed) = 0;
+  // NotFound if there is none.
+  virtual Result<ExperimentRecord> FindExperiment(const std::string& name) = 0;
+  virtual Result<std::vector<ExperimentRecord>> ListExperiments() = 0;
+  virtual Status SetExperimentState(ExperimentId id, ExperimentState state,
+                                    const std::string& message) = 0;
+
+  // A new pending trial with the next free number of the experiment.
+  virtual Result<Trial> CreateTrial(ExperimentId e, const ParamMap& params) = 0;
+  // pending (or failed-and-retried) -> running, attempt `attempt`.
+  virtual Status StartTrial(TrialId t, int attempt, const std::string& location) = 0;
+  // Records every value of `report`; `objective` is the objective metric's
+  // value if the report carried it (it then joins Trial::intermediate).
+  virtual Status AppendReport(TrialId t, int attempt, const MetricReport& report,
+                              std::optional<double> objective) = 0;
+  // A failed attempt that will be retried: running -> pending, the attempt's
+  // reports kept but no longer part of Trial::intermediate.
+  virtual Status RetryTrial(TrialId t, const std::string& message) = 0;
+  // Terminal transition. `value` is the trial's objective (scope applied).
+  virtual Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
+                             std::optional<int64_t> pruned_rung, const std::string& message) = 0;
+
+  // Snapshots ordered by number; intermediate holds the current attempt's
+  // objective reports.
+  virtual Result<History> ListTrials(ExperimentId e) = 0;
+  virtual Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) = 0;
+  // Every report of the experiment's current attempts, in arrival order.
+  virtual Result<std::vector<StoredReport>> ListReports(ExperimentId e) = 0;
+  // All reports of one trial (every metric), in arrival order.
+  virtual Result<std::vector<StoredReport>> ListTrialReports(TrialId t) = 0;
+};
+
+// Opens (creating if needed) the SQLite database at `path`: WAL mode,
+// schema created or checked (a newer schema version is FailedPrecondition).
+Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path);
+
+}  // namespace tune
