@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/kubernetes_options.h"
 #include "search/search_space.h"
 #include "tuner/core/status.h"
 
@@ -82,33 +83,11 @@ struct TrialTemplate {
   std::string working_dir;   // empty: the directory of experiment.json
 };
 
-// Kubernetes options; JSON-valued ones are kept as JSON text and spliced
-// into manifests as they are (they are validated by kubectl against the
-// real schema).
-struct KubernetesSpec {
-  std::string namespace_ = "default";
-  std::string image;
-  std::string image_pull_policy;         // empty: Kubernetes' default
-  std::string service_account;
-  std::map<std::string, std::string> node_selector;
-  std::string tolerations_json = "[]";
-  std::string volumes_json = "[]";
-  std::string volume_mounts_json = "[]";
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> annotations;
-  std::optional<int> ttl_seconds_after_finished;
-  int backoff_limit = 0;
-  double pending_timeout_s = 600;
-  std::string kubeconfig;
-  std::string context;
-  std::string kubectl = "kubectl";
-};
-
 struct BackendSpec {
   std::string type = "local";  // local | kubernetes
   double total_cpus = 0;       // local: CPU slots to use; 0 = all cores
   std::vector<std::string> gpus;  // local: GPU ids; empty = detect
-  KubernetesSpec kubernetes;
+  KubernetesOptions kubernetes;
 };
 
 struct ExperimentSpec {
