@@ -1,9 +1,119 @@
 // tune: the command line (SPEC section 1).
+//
+// Exit codes: 0 success; 1 the experiment failed; 2 usage or invalid input
+// (one sentence on stderr naming the file, the JSON path and what was
+// expected); 130 interrupted by Ctrl-C (resume with --resume).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
+#include "tuner/cli_commands.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int sig) {
+  if (g_stop.exchange(true)) {
+    // Second Ctrl-C: give up at once (children die with us via PDEATHSIG).
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  const char msg[] = "\ntune: stopping trials (Ctrl-C again to quit at once)...\n";
+  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)n;
+}
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"tune: hyperparameter tuning for LoRA fine-tuning"};
+  CLI::App app{"tune: hyperparameter tuning for LoRA fine-tuning (random search, TPE, ASHA; local or Kubernetes)"};
   app.require_subcommand(1);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  app.set_help_all_flag("--help-all", "Help for every command");
+
+  tune::RunArgs run;
+  auto* run_cmd = app.add_subcommand("run", "Run (or with --resume continue) an experiment");
+  run_cmd->add_option("experiment", run.experiment_path, "experiment.json")->required();
+  run_cmd->add_option("--db", run.db_path, "SQLite results database (default: storage.path, else ./tune.db)");
+  run_cmd->add_option("--backend", run.backend, "Where trials run (default: backend.type)")
+      ->check(CLI::IsMember({"local", "kubernetes"}));
+  run_cmd->add_flag("--resume", run.resume, "Continue the experiment of the same name in the database");
+  run_cmd->add_option("--max-concurrent", run.max_concurrent, "Override limits.max_concurrent_trials")
+      ->check(CLI::PositiveNumber);
+  run_cmd->add_flag("--quiet,-q", run.quiet, "Plain log lines only, no live table");
+
+  std::string validate_path;
+  auto* validate_cmd = app.add_subcommand("validate", "Check an experiment.json and print what it means");
+  validate_cmd->add_option("experiment", validate_path, "experiment.json")->required();
+
+  tune::QueryArgs query;
+  auto add_query = [&](CLI::App* cmd, bool with_experiment) {
+    cmd->add_option("--db", query.db_path, "SQLite results database (default: ./tune.db)");
+    if (with_experiment)
+      cmd->add_option("--experiment,-e", query.experiment, "Experiment name (default: the latest one)");
+  };
+  auto* best_cmd = app.add_subcommand("best", "Print the best trial (id, value, params)");
+  add_query(best_cmd, true);
+  best_cmd->add_option("--format", query.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->default_val("table");
+  auto* trials_cmd = app.add_subcommand("trials", "List the trials of an experiment");
+  add_query(trials_cmd, true);
+  trials_cmd->add_option("--state", query.state, "Only trials in this state")
+      ->check(CLI::IsMember({"pending", "running", "completed", "pruned", "failed", "stopped"}));
+  trials_cmd->add_option("--format", query.format, "table, csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->default_val("table");
+  auto* status_cmd = app.add_subcommand("status", "Experiments, trial counts per state, best so far");
+  add_query(status_cmd, false);
+
+  std::string render_path;
+  int render_trial = 0;
+  auto* render_cmd = app.add_subcommand("render", "Print the Kubernetes manifests a trial would get, without a cluster");
+  render_cmd->add_option("experiment", render_path, "experiment.json")->required();
+  render_cmd->add_option("--trial", render_trial, "Trial number (its parameters are sampled as tune run would)")
+      ->check(CLI::NonNegativeNumber);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tune: " << e.what() << "\n";
+    std::cerr << "Run 'tune --help' for usage.\n";
+    return 2;
+  }
+
+  if (*run_cmd) {
+    InstallSignalHandlers();
+    run.stop = &g_stop;
+    run.terminal = !run.quiet && isatty(STDOUT_FILENO);
+    return tune::RunCommand(run, std::cout, std::cerr);
+  }
+  if (*validate_cmd) return tune::ValidateCommand(validate_path, std::cout, std::cerr);
+  if (*best_cmd) return tune::BestCommand(query, std::cout, std::cerr);
+  if (*trials_cmd) return tune::TrialsCommand(query, std::cout, std::cerr);
+  if (*status_cmd) return tune::StatusCommand(query, std::cout, std::cerr);
+  if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
+  return 2;
 }

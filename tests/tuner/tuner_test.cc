@@ -1,0 +1,255 @@
+// The Tuner's control loop against a scripted backend and a real SQLite file.
+#include "tuner/tuner.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <sstream>
+
+#include "schedulers/fifo_scheduler.h"
+#include "search/random_sampler.h"
+#include "tests/tuner/fake_backend.h"
+
+namespace tune {
+namespace {
+
+using testing::Curve;
+using testing::FakeBackend;
+using testing::Script;
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/tune_tuner_test_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+ExperimentSpec MakeSpec(int max_trials, int concurrent) {
+  ExperimentSpec spec;
+  spec.name = "unit";
+  spec.json = "{}";
+  spec.base_dir = ".";
+  spec.objective.metric = "loss";
+  spec.objective.mode = Mode::kMin;
+  spec.parameters["lr"] = FloatDistribution{1e-4, 1e-1, true, std::nullopt};
+  spec.parameters["r"] = CategoricalDistribution{{ParamValue(int64_t{4}), ParamValue(int64_t{8})}, false};
+  spec.search.seed = 7;
+  spec.search.seed_given = true;
+  spec.limits.max_trials = max_trials;
+  spec.limits.max_concurrent_trials = concurrent;
+  spec.trial.command = {"train", "--lr", "${lr}", "--r=${r}", "--dir", "${trial_dir}", "${unknown}"};
+  return spec;
+}
+
+// The loss of a trial is its learning rate: a smaller lr is better.
+Script LrIsLoss(const LaunchSpec& spec) {
+  double lr = std::stod(spec.env.at("TUNE_PARAM_LR"));
+  return Script{Curve("loss", lr, 3), true, ""};
+}
+
+// Stops every trial whose objective exceeds a threshold at step >= 2.
+class ThresholdScheduler : public Scheduler {
+ public:
+  explicit ThresholdScheduler(double threshold) : threshold_(threshold) {}
+  Decision OnTrialResult(const Trial&, int64_t step, double objective) override {
+    if (step >= 2 && objective > threshold_) return Decision{Action::kStop, step, "above threshold"};
+    return Decision::Continue();
+  }
+
+ private:
+  double threshold_;
+};
+
+struct Fixture {
+  TempDir dir;
+  std::unique_ptr<Storage> storage;
+  RandomSampler sampler{1};
+  FifoScheduler fifo;
+  Fixture() {
+    auto s = OpenSqliteStorage((dir.path / "t.db").string());
+    REQUIRE(s.ok());
+    storage = std::move(s).value();
+  }
+  TunerOptions Options(bool resume = false) {
+    TunerOptions o;
+    o.resume = resume;
+    o.runs_dir = (dir.path / "runs").string();
+    o.tick = std::chrono::milliseconds(0);
+    return o;
+  }
+  Result<RunSummary> Run(const ExperimentSpec& spec, TrialBackend& backend, Scheduler& scheduler,
+                         bool resume = false, const std::atomic<bool>* stop = nullptr) {
+    TunerParts parts{storage.get(), &backend, &sampler, &scheduler, nullptr};
+    Tuner tuner(spec, parts, Options(resume));
+    return tuner.Run(stop);
+  }
+};
+
+TEST_CASE("runs max_trials trials within the concurrency limit and records them", "[tuner]") {
+  Fixture f;
+  FakeBackend backend(LrIsLoss);
+  auto summary = f.Run(MakeSpec(9, 3), backend, f.fifo);
+  REQUIRE(summary.ok());
+  CHECK(summary->outcome == RunOutcome::kCompleted);
+  CHECK(summary->completed == 9);
+  CHECK(backend.launches.size() == 9);
+  CHECK(backend.max_live == 3);
+  CHECK(backend.shutdown);
+
+  auto exp = f.storage->FindExperiment("unit");
+  REQUIRE(exp.ok());
+  CHECK(exp->state == ExperimentState::kCompleted);
+  auto trials = f.storage->ListTrials(exp->id);
+  REQUIRE(trials.ok());
+  REQUIRE(trials->size() == 9);
+  double best = 1e9;
+  for (const Trial& t : *trials) {
+    CHECK(t.state == TrialState::kCompleted);
+    REQUIRE(t.value);
+    // scope "last": the value is the last report, which equals the lr.
+    CHECK(*t.value == Approx(std::get<double>(t.params.at("lr"))));
+    best = std::min(best, *t.value);
+  }
+  CHECK(*summary->best_value == Approx(best));
+}
+
+TEST_CASE("the launch spec substitutes placeholders and sets the trial environment", "[tuner]") {
+  Fixture f;
+  FakeBackend backend(LrIsLoss);
+  REQUIRE(f.Run(MakeSpec(1, 1), backend, f.fifo).ok());
+  const LaunchSpec& l = backend.launches.at(0);
+  REQUIRE(l.argv.size() == 7);
+  CHECK(l.argv[2] == l.env.at("TUNE_PARAM_LR"));
+  CHECK((l.argv[3] == "--r=4" || l.argv[3] == "--r=8"));
+  CHECK(l.argv[5] == l.trial_dir);
+  CHECK(std::filesystem::is_directory(l.trial_dir));
+  CHECK(l.argv[6] == "${unknown}");
+  CHECK(l.env.at("TUNE_TRIAL_ID") == "0");
+  CHECK(l.env.at("TUNE_EXPERIMENT") == "unit");
+  CHECK(l.env.at("TUNE_PARAMS").find("\"lr\": ") != std::string::npos);
+}
+
+TEST_CASE("placeholders and parameter environment names", "[tuner]") {
+  CHECK(SubstitutePlaceholders("${a}-${b}${a}", {{"a", "1"}, {"b", "x"}}) == "1-x1");
+  CHECK(SubstitutePlaceholders("${", {}) == "${");
+  CHECK(SubstitutePlaceholders("$a ${missing}", {{"a", "1"}}) == "$a ${missing}");
+  CHECK(ParamEnvName("learning_rate") == "TUNE_PARAM_LEARNING_RATE");
+  CHECK(ParamEnvName("lora.r-x") == "TUNE_PARAM_LORA_R_X");
+}
+
+TEST_CASE("failed attempts are retried, then the experiment fails at max_failed_trials", "[tuner]") {
+  Fixture f;
+  FakeBackend backend([](const LaunchSpec&) { return Script{Curve("loss", 1.0, 1), false, "exit code 3"}; });
+  ExperimentSpec spec = MakeSpec(10, 1);
+  spec.trial.max_retries = 1;
+  spec.limits.max_failed_trials = 2;
+  auto summary = f.Run(spec, backend, f.fifo);
+  REQUIRE(summary.ok());
+  CHECK(summary->outcome == RunOutcome::kFailed);
+  CHECK(summary->failed == 2);
+  // Two trials, two attempts each.
+  REQUIRE(backend.launches.size() == 4);
+  CHECK(backend.launches[0].trial_id == backend.launches[1].trial_id);
+  CHECK(backend.launches[1].attempt == 1);
+  auto exp = f.storage->FindExperiment("unit");
+  CHECK(exp->state == ExperimentState::kFailed);
+}
+
+TEST_CASE("a trial that never reports the objective is failed, not completed", "[tuner]") {
+  Fixture f;
+  FakeBackend backend([](const LaunchSpec&) { return Script{Curve("accuracy", 1.0, 2), true, ""}; });
+  auto summary = f.Run(MakeSpec(2, 1), backend, f.fifo);
+  REQUIRE(summary.ok());
+  CHECK(summary->failed == 2);
+  CHECK(summary->completed == 0);
+}
+
+TEST_CASE("a scheduler's stop kills the attempt and records it pruned at its rung", "[tuner]") {
+  Fixture f;
+  FakeBackend backend(LrIsLoss);
+  ThresholdScheduler scheduler(0.01 + 0.1);  // stops trials whose loss at step 2 is above 0.11
+  auto summary = f.Run(MakeSpec(12, 2), backend, scheduler);
+  REQUIRE(summary.ok());
+  CHECK(summary->pruned > 0);
+  CHECK(summary->pruned + summary->completed == 12);
+  CHECK(static_cast<int>(backend.killed.size()) == summary->pruned);
+  auto exp = f.storage->FindExperiment("unit");
+  auto records = f.storage->ListTrialRecords(exp->id);
+  REQUIRE(records.ok());
+  for (const TrialRecord& r : *records) {
+    if (r.trial.state != TrialState::kPruned) continue;
+    CHECK(r.pruned_rung == 2);
+    CHECK(r.trial.intermediate.size() == 2);
+  }
+}
+
+TEST_CASE("the goal ends the experiment once a completed trial reaches it", "[tuner]") {
+  Fixture f;
+  FakeBackend backend(LrIsLoss);
+  ExperimentSpec spec = MakeSpec(200, 1);
+  spec.objective.goal = 0.002;
+  auto summary = f.Run(spec, backend, f.fifo);
+  REQUIRE(summary.ok());
+  CHECK(summary->message == "goal reached");
+  REQUIRE(summary->best_value);
+  CHECK(*summary->best_value <= 0.002);
+  CHECK(summary->completed < 200);
+}
+
+TEST_CASE("an interrupted run resumes without repeating finished trials", "[tuner]") {
+  Fixture f;
+  std::atomic<bool> stop{false};
+  int launched = 0;
+  // The 5th launch asks the tuner to stop while trials are still running.
+  FakeBackend first([&](const LaunchSpec& spec) {
+    if (++launched == 5) stop = true;
+    return LrIsLoss(spec);
+  });
+  ExperimentSpec spec = MakeSpec(8, 2);
+  auto s1 = f.Run(spec, first, f.fifo, false, &stop);
+  REQUIRE(s1.ok());
+  CHECK(s1->outcome == RunOutcome::kInterrupted);
+  auto exp = f.storage->FindExperiment("unit");
+  CHECK(exp->state == ExperimentState::kStopped);
+  auto before = f.storage->ListTrials(exp->id);
+  REQUIRE(before.ok());
+  std::set<int> finished;
+  for (const Trial& t : *before)
+    if (t.state == TrialState::kCompleted) finished.insert(t.number);
+  CHECK(!finished.empty());
+
+  SECTION("without --resume the existing experiment is refused") {
+    FakeBackend again(LrIsLoss);
+    auto s = f.Run(spec, again, f.fifo, false);
+    CHECK(!s.ok());
+    CHECK(s.status().message().find("--resume") != std::string::npos);
+  }
+  SECTION("--resume runs only what is left") {
+    FakeBackend second(LrIsLoss);
+    auto s2 = f.Run(spec, second, f.fifo, true);
+    REQUIRE(s2.ok());
+    CHECK(s2->outcome == RunOutcome::kCompleted);
+    CHECK(s2->completed == 8);
+    for (const LaunchSpec& l : second.launches) CHECK(finished.count(l.trial_number) == 0);
+    CHECK(static_cast<int>(second.launches.size()) == 8 - static_cast<int>(finished.size()));
+    auto after = f.storage->ListTrials(exp->id);
+    REQUIRE(after->size() == 8);
+    // Parameters of trials created before the interruption are unchanged.
+    for (const Trial& t : *before) CHECK(after->at(static_cast<size_t>(t.number)).params == t.params);
+  }
+}
+
+TEST_CASE("the same seed gives the same parameters", "[tuner]") {
+  Fixture a, b;
+  FakeBackend ba(LrIsLoss), bb(LrIsLoss);
+  REQUIRE(a.Run(MakeSpec(5, 2), ba, a.fifo).ok());
+  REQUIRE(b.Run(MakeSpec(5, 2), bb, b.fifo).ok());
+  for (size_t i = 0; i < 5; ++i) CHECK(ba.launches[i].env.at("TUNE_PARAMS") == bb.launches[i].env.at("TUNE_PARAMS"));
+}
+
+}  // namespace
+}  // namespace tune

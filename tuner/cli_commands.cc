@@ -1,0 +1,238 @@
+#include "tuner/cli_commands.h"
+
+#include <sys/file.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "search/sampler.h"
+#include "tuner/components.h"
+#include "tuner/experiment_spec.h"
+#include "tuner/progress.h"
+#include "tuner/report.h"
+#include "tuner/storage/storage.h"
+#include "tuner/tuner.h"
+
+#ifdef TUNE_HAVE_K8S
+#include "k8s/render.h"
+#endif
+
+namespace tune {
+namespace {
+
+constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitInterrupted = 130;
+
+namespace fs = std::filesystem;
+
+int Fail(std::ostream& err, const Status& st, int code = kExitUsage) {
+  err << "tune: " << st.message() << "\n";
+  return code;
+}
+
+std::string DbPathFor(const RunArgs& args, const ExperimentSpec& spec) {
+  if (!args.db_path.empty()) return args.db_path;
+  if (!spec.storage_path.empty()) return spec.storage_path;
+  return "tune.db";
+}
+
+// Query commands must not create a database by accident.
+Result<std::unique_ptr<Storage>> OpenExisting(const std::string& db_path) {
+  std::string path = db_path.empty() ? "tune.db" : db_path;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return Status::NotFound(path + ": no results database here (run 'tune run EXPERIMENT.json' first, or pass --db)");
+  }
+  return OpenSqliteStorage(path);
+}
+
+// One `tune run` per experiment and database at a time: an advisory lock
+// on <db>.<experiment>.lock, released by the kernel if we die.
+class RunLock {
+ public:
+  Status Acquire(const std::string& db_path, const std::string& experiment) {
+    path_ = db_path + "." + experiment + ".lock";
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Status::Internal(path_ + ": cannot create lock file");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      return Status::FailedPrecondition("experiment '" + experiment + "' in " + db_path +
+                                        " is being run by another tune process");
+    }
+    return Status::Ok();
+  }
+  ~RunLock() {
+    if (fd_ >= 0) {
+      ::unlink(path_.c_str());
+      ::close(fd_);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+std::string Fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
+  auto spec_or = LoadExperimentSpec(args.experiment_path);
+  if (!spec_or.ok()) return Fail(err, spec_or.status());
+  ExperimentSpec spec = std::move(spec_or).value();
+
+  std::string db_path = DbPathFor(args, spec);
+  RunLock lock;
+  if (Status st = lock.Acquire(db_path, spec.name); !st.ok()) return Fail(err, st);
+  auto storage_or = OpenSqliteStorage(db_path);
+  if (!storage_or.ok()) return Fail(err, storage_or.status());
+  std::unique_ptr<Storage> storage = std::move(storage_or).value();
+
+  // The seed is fixed once per experiment and stored: on resume the stored
+  // one wins, so the scheduler and sampler replay identically.
+  if (auto found = storage->FindExperiment(spec.name); found.ok()) {
+    if (!args.resume) {
+      return Fail(err, Status::FailedPrecondition(
+                           "experiment '" + spec.name + "' already exists in " + db_path +
+                           "; pass --resume to continue it, or rename the experiment"));
+    }
+    spec.search.seed = found->seed;
+    spec.search.seed_given = true;
+  } else if (!spec.search.seed_given) {
+    spec.search.seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    spec.search.seed_given = true;
+  }
+
+  auto sampler = MakeSampler(spec);
+  if (!sampler.ok()) return Fail(err, sampler.status());
+  auto scheduler = MakeScheduler(spec, spec.search.seed);
+  if (!scheduler.ok()) return Fail(err, scheduler.status());
+  auto backend = MakeBackend(spec, args.backend);
+  if (!backend.ok()) return Fail(err, backend.status());
+
+  std::unique_ptr<ProgressSink> progress =
+      args.terminal ? MakeTerminalProgress(out, spec.objective.metric) : MakeLogProgress(out, spec.objective.metric);
+
+  TunerOptions options;
+  options.resume = args.resume;
+  options.max_concurrent = args.max_concurrent;
+  fs::path db_dir = fs::path(db_path).parent_path();
+  options.runs_dir = (db_dir.empty() ? fs::path("tune_runs") : db_dir / "tune_runs").string();
+
+  TunerParts parts;
+  parts.storage = storage.get();
+  parts.backend = backend->get();
+  parts.sampler = sampler->get();
+  parts.scheduler = scheduler->get();
+  parts.progress = progress.get();
+
+  if (!args.terminal) {
+    out << "tune: experiment '" << spec.name << "' (" << spec.search.algorithm << " search, " << spec.scheduler.type
+        << " scheduler, seed " << spec.search.seed << "), results in " << db_path << "\n"
+        << std::flush;
+  }
+  Tuner tuner(spec, parts, options);
+  auto summary = tuner.Run(args.stop);
+  if (!summary.ok()) {
+    backend->get()->Shutdown();
+    return Fail(err, summary.status(), summary.status().IsInvalidArgument() ||
+                                               summary.status().code() == StatusCode::kFailedPrecondition
+                                           ? kExitUsage
+                                           : kExitFailed);
+  }
+  const RunSummary& s = *summary;
+  out << "tune: experiment '" << spec.name << "' " << (s.outcome == RunOutcome::kFailed ? "failed" :
+                                                        s.outcome == RunOutcome::kInterrupted ? "interrupted" : "finished")
+      << ": " << s.message << "\n";
+  if (s.best_number) {
+    out << "tune: best trial " << *s.best_number << ": " << spec.objective.metric << " " << Fmt(*s.best_value)
+        << "  (tune best --db " << db_path << " --experiment " << spec.name << ")\n";
+  }
+  switch (s.outcome) {
+    case RunOutcome::kCompleted: return kExitOk;
+    case RunOutcome::kFailed: return kExitFailed;
+    case RunOutcome::kInterrupted: return kExitInterrupted;
+  }
+  return kExitOk;
+}
+
+int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& err) {
+  auto spec_or = LoadExperimentSpec(path);
+  if (!spec_or.ok()) return Fail(err, spec_or.status());
+  const ExperimentSpec& spec = *spec_or;
+  // The parts must be buildable too (e.g. an unknown sampler option).
+  if (auto s = MakeSampler(spec); !s.ok()) return Fail(err, s.status());
+  if (auto s = MakeScheduler(spec, 0); !s.ok()) return Fail(err, s.status());
+  out << path << ": ok\n";
+  out << "  experiment  " << spec.name << "\n";
+  out << "  objective   " << (spec.objective.mode == Mode::kMin ? "minimize " : "maximize ") << spec.objective.metric
+      << (spec.objective.scope == Scope::kBest ? " (best report)" : " (last report)");
+  if (spec.objective.goal) out << ", goal " << Fmt(*spec.objective.goal);
+  out << "\n  search      " << spec.search.algorithm;
+  if (spec.search.seed_given) out << ", seed " << spec.search.seed;
+  out << "\n  scheduler   " << spec.scheduler.type << "\n";
+  out << "  limits      max_trials " << spec.limits.max_trials << ", max_concurrent_trials "
+      << spec.limits.max_concurrent_trials << "\n";
+  out << "  trial       " << spec.trial.workers << " worker(s):";
+  for (const auto& a : spec.trial.command) out << " " << a;
+  out << "\n  parameters\n";
+  for (const auto& [name, dist] : spec.parameters) out << "    " << name << "  " << Describe(dist) << "\n";
+  return kExitOk;
+}
+
+int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
+  auto storage = OpenExisting(args.db_path);
+  if (!storage.ok()) return Fail(err, storage.status());
+  Status st = PrintBest(**storage, args.experiment, args.format, out);
+  return st.ok() ? kExitOk : Fail(err, st, st.IsNotFound() ? kExitFailed : kExitUsage);
+}
+
+int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
+  auto storage = OpenExisting(args.db_path);
+  if (!storage.ok()) return Fail(err, storage.status());
+  std::optional<TrialState> state;
+  if (!args.state.empty()) state = ParseTrialState(args.state);
+  Status st = PrintTrials(**storage, args.experiment, state, args.format, out);
+  return st.ok() ? kExitOk : Fail(err, st);
+}
+
+int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
+  auto storage = OpenExisting(args.db_path);
+  if (!storage.ok()) return Fail(err, storage.status());
+  Status st = PrintStatus(**storage, out);
+  return st.ok() ? kExitOk : Fail(err, st);
+}
+
+int RenderCommand(const std::string& path, int trial_number, std::ostream& out, std::ostream& err) {
+  auto spec_or = LoadExperimentSpec(path);
+  if (!spec_or.ok()) return Fail(err, spec_or.status());
+  ExperimentSpec spec = std::move(spec_or).value();
+#ifdef TUNE_HAVE_K8S
+  // Parameters as tune run would draw them for this trial with no history.
+  auto sampler = MakeSampler(spec);
+  if (!sampler.ok()) return Fail(err, sampler.status());
+  sampler->get()->Reseed(TrialSeed(spec.search.seed, trial_number));
+  Trial t;
+  t.number = trial_number;
+  t.params = SampleTrial(**sampler, spec.parameters, {});
+  std::string trial_dir = "/tune/runs/" + spec.name + "/trial_" + std::to_string(trial_number);
+  LaunchSpec launch = MakeLaunchSpec(spec, t, trial_dir);
+  auto text = RenderTrialManifests(spec.backend.kubernetes, launch, KubernetesObjectName(spec.name, trial_number, 0));
+  if (!text.ok()) return Fail(err, text.status());
+  out << *text << "\n";
+  return kExitOk;
+#else
+  (void)trial_number;
+  (void)out;
+  return Fail(err, Status::FailedPrecondition("this tune was built without the Kubernetes backend (TUNE_WITH_K8S=OFF)"));
+#endif
+}
+
+}  // namespace tune

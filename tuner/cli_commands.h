@@ -1,0 +1,38 @@
+// The `tune` subcommands as functions: parsed arguments in, exit code out
+// (0 ok, 1 experiment failed, 2 usage or invalid input, 130 interrupted).
+// main.cc only parses the command line; everything else is here.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace tune {
+
+struct RunArgs {
+  std::string experiment_path;
+  std::string db_path;   // empty: storage.path, else ./tune.db
+  std::string backend;   // empty: backend.type
+  bool resume = false;
+  std::optional<int> max_concurrent;
+  bool quiet = false;
+  bool terminal = false;  // draw the live table
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct QueryArgs {
+  std::string db_path;     // empty: ./tune.db
+  std::string experiment;  // empty: the latest experiment
+  std::string format = "table";
+  std::string state;       // trials: filter, empty = all
+};
+
+int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err);
+int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& err);
+int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
+int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
+int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
+int RenderCommand(const std::string& path, int trial_number, std::ostream& out, std::ostream& err);
+
+}  // namespace tune

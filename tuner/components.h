@@ -1,0 +1,23 @@
+// Builds the parts a Tuner drives from a validated spec: the sampler, the
+// scheduler and the backend. The one place that maps experiment.json
+// options onto each module's own option structs.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "schedulers/scheduler.h"
+#include "search/sampler.h"
+#include "trial_runner/trial_backend.h"
+#include "tuner/core/status.h"
+#include "tuner/experiment_spec.h"
+
+namespace tune {
+
+Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec);
+// `seed`: the experiment's search seed (bracket assignment in ASHA).
+Result<std::unique_ptr<Scheduler>> MakeScheduler(const ExperimentSpec& spec, uint64_t seed);
+// `backend_type`: "local" or "kubernetes"; empty means spec.backend.type.
+Result<std::unique_ptr<TrialBackend>> MakeBackend(const ExperimentSpec& spec, const std::string& backend_type);
+
+}  // namespace tune

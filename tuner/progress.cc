@@ -1,0 +1,152 @@
+#include "tuner/progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+namespace tune {
+namespace {
+
+std::string Fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string Duration(double s) {
+  char buf[32];
+  int total = static_cast<int>(s);
+  if (total >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm%02ds", total / 3600, total / 60 % 60, total % 60);
+  else if (total >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", total / 60, total % 60);
+  else std::snprintf(buf, sizeof buf, "%.1fs", s);
+  return buf;
+}
+
+std::string ParamsShort(const ParamMap& params) {
+  std::string out;
+  for (const auto& [name, v] : params) {
+    if (!out.empty()) out += " ";
+    out += name + "=" + (std::holds_alternative<double>(v) ? Fmt(std::get<double>(v)) : ParamToString(v));
+  }
+  return out;
+}
+
+std::string Summary(const ProgressCounts& c, const std::string& metric) {
+  std::ostringstream s;
+  s << c.completed + c.pruned + c.failed + c.stopped << "/" << c.max_trials << " done ("
+    << c.completed << " completed, " << c.pruned << " pruned, " << c.failed << " failed";
+  if (c.stopped) s << ", " << c.stopped << " stopped";
+  s << "), " << c.running << " running";
+  if (c.best_value) s << " | best " << metric << " " << Fmt(*c.best_value) << " (trial " << *c.best_number << ")";
+  s << " | " << Duration(c.elapsed_s);
+  return s.str();
+}
+
+// Plain lines: one per event, a summary every 10 s.
+class LogProgress : public ProgressSink {
+ public:
+  LogProgress(std::ostream& out, std::string metric) : out_(out), metric_(std::move(metric)) {}
+  void OnMessage(const std::string& line) override { out_ << line << "\n" << std::flush; }
+  void OnTrialStarted(const Trial& t) override {
+    out_ << "trial " << t.number << " started" << (t.attempt ? " (attempt " + std::to_string(t.attempt + 1) + ")" : "")
+         << ": " << ParamsShort(t.params) << "\n" << std::flush;
+  }
+  void OnTrialReport(const Trial&, int64_t, std::optional<double>) override {}
+  void OnTrialEnded(const Trial& t, const std::string& message) override {
+    out_ << "trial " << t.number << " " << TrialStateName(t.state);
+    if (t.value) out_ << ": " << metric_ << " " << Fmt(*t.value);
+    if (!t.intermediate.empty()) out_ << " at step " << t.intermediate.rbegin()->first;
+    if (!message.empty() && message != TrialStateName(t.state)) out_ << " (" << message << ")";
+    out_ << "\n" << std::flush;
+  }
+  void OnTick(const History&, const ProgressCounts& c) override {
+    if (c.elapsed_s - last_summary_ < 10) return;
+    last_summary_ = c.elapsed_s;
+    out_ << Summary(c, metric_) << "\n" << std::flush;
+  }
+  void Finish(const ProgressCounts& c) override { out_ << Summary(c, metric_) << "\n" << std::flush; }
+
+ private:
+  std::ostream& out_;
+  std::string metric_;
+  double last_summary_ = 0;
+};
+
+// A table redrawn in place: events scroll above it.
+class TerminalProgress : public ProgressSink {
+ public:
+  TerminalProgress(std::ostream& out, std::string metric) : out_(out), metric_(std::move(metric)) {}
+  void OnMessage(const std::string& line) override { events_.push_back(line); }
+  void OnTrialStarted(const Trial&) override {}
+  void OnTrialReport(const Trial& t, int64_t step, std::optional<double>) override { last_step_[t.number] = step; }
+  void OnTrialEnded(const Trial& t, const std::string& message) override {
+    std::string line = "trial " + std::to_string(t.number) + " " + TrialStateName(t.state);
+    if (t.value) line += ": " + metric_ + " " + Fmt(*t.value);
+    if (!message.empty() && message != TrialStateName(t.state)) line += " (" + message + ")";
+    events_.push_back(line);
+  }
+  void OnTick(const History& trials, const ProgressCounts& c) override { Draw(trials, c); }
+  void Finish(const ProgressCounts& c) override {
+    Draw({}, c);
+    out_ << "\n" << std::flush;
+  }
+
+ private:
+  void Draw(const History& trials, const ProgressCounts& c) {
+    std::ostringstream s;
+    if (drawn_lines_ > 0) s << "\033[" << drawn_lines_ << "F\033[J";  // up and clear
+    for (const auto& e : events_) s << e << "\n";
+    events_.clear();
+    // Running trials first, then the most recent finished ones.
+    std::vector<const Trial*> rows;
+    for (const auto& t : trials)
+      if (t.state == TrialState::kRunning) rows.push_back(&t);
+    for (auto it = trials.rbegin(); it != trials.rend() && rows.size() < 12; ++it)
+      if (it->state != TrialState::kRunning) rows.push_back(&*it);
+    int lines = 0;
+    if (!rows.empty()) {
+      char head[160];
+      std::snprintf(head, sizeof head, "%-6s %-10s %8s %-14s %s", "trial", "state", "step",
+                    metric_.substr(0, 14).c_str(), "params");
+      s << head << "\n";
+      ++lines;
+      for (const Trial* t : rows) {
+        std::string step = t->intermediate.empty() ? "-" : std::to_string(t->intermediate.rbegin()->first);
+        auto ls = last_step_.find(t->number);
+        if (ls != last_step_.end() && t->state == TrialState::kRunning) step = std::to_string(ls->second);
+        std::string value = t->value ? Fmt(*t->value) : "-";
+        std::string params = ParamsShort(t->params);
+        if (params.size() > 90) params = params.substr(0, 87) + "...";
+        char row[256];
+        std::snprintf(row, sizeof row, "%-6d %-10s %8s %-14s %s", t->number, TrialStateName(t->state),
+                      step.c_str(), value.c_str(), params.c_str());
+        s << row << "\n";
+        ++lines;
+      }
+    }
+    s << Summary(c, metric_) << "\n";
+    ++lines;
+    drawn_lines_ = lines;
+    out_ << s.str() << std::flush;
+  }
+
+  std::ostream& out_;
+  std::string metric_;
+  std::vector<std::string> events_;
+  std::map<int, int64_t> last_step_;
+  int drawn_lines_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ProgressSink> MakeLogProgress(std::ostream& out, std::string metric) {
+  return std::make_unique<LogProgress>(out, std::move(metric));
+}
+
+std::unique_ptr<ProgressSink> MakeTerminalProgress(std::ostream& out, std::string metric) {
+  return std::make_unique<TerminalProgress>(out, std::move(metric));
+}
+
+}  // namespace tune

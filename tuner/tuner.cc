@@ -1,0 +1,540 @@
+#include "tuner/tuner.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "search/grid.h"
+
+namespace tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double NowUnix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// True if `a` is a better objective value than `b` in `mode`.
+bool Better(double a, double b, Mode mode) { return mode == Mode::kMin ? a < b : a > b; }
+
+// The trial's value under `scope`: last objective report, or best one.
+std::optional<double> ScopedValue(const Trial& t, const ObjectiveSpec& objective) {
+  if (t.intermediate.empty()) return std::nullopt;
+  if (objective.scope == Scope::kLast) return t.intermediate.rbegin()->second;
+  std::optional<double> best;
+  for (const auto& [step, v] : t.intermediate) {
+    if (std::isnan(v)) continue;
+    if (!best || Better(v, *best, objective.mode)) best = v;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string SubstitutePlaceholders(const std::string& arg,
+                                   const std::map<std::string, std::string>& values) {
+  std::string out;
+  size_t i = 0;
+  while (i < arg.size()) {
+    if (arg[i] == '$' && i + 1 < arg.size() && arg[i + 1] == '{') {
+      size_t close = arg.find('}', i + 2);
+      if (close != std::string::npos) {
+        auto it = values.find(arg.substr(i + 2, close - i - 2));
+        if (it != values.end()) {
+          out += it->second;
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += arg[i++];
+  }
+  return out;
+}
+
+std::string ParamEnvName(const std::string& name) {
+  std::string out = "TUNE_PARAM_";
+  for (char c : name) {
+    char u = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += (std::isalnum(static_cast<unsigned char>(u)) || u == '_') ? u : '_';
+  }
+  return out;
+}
+
+LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std::string& trial_dir) {
+  std::map<std::string, std::string> values;
+  for (const auto& [name, v] : t.params) values[name] = ParamToString(v);
+  values["trial_id"] = std::to_string(t.number);
+  values["experiment"] = spec.name;
+  values["trial_dir"] = trial_dir;
+
+  LaunchSpec launch;
+  launch.trial_id = t.id;
+  launch.trial_number = t.number;
+  launch.attempt = t.attempt;
+  launch.experiment = spec.name;
+  for (const auto& a : spec.trial.command) launch.argv.push_back(SubstitutePlaceholders(a, values));
+  launch.env = spec.trial.env;
+  for (auto& [k, v] : launch.env) v = SubstitutePlaceholders(v, values);
+  launch.env["TUNE_TRIAL_ID"] = std::to_string(t.number);
+  launch.env["TUNE_EXPERIMENT"] = spec.name;
+  launch.env["TUNE_TRIAL_DIR"] = trial_dir;
+  launch.env["TUNE_PARAMS"] = ParamsToJson(t.params);
+  for (const auto& [name, v] : t.params) launch.env[ParamEnvName(name)] = ParamToString(v);
+  launch.trial_dir = trial_dir;
+  launch.working_dir = spec.trial.working_dir.empty() ? spec.base_dir : spec.trial.working_dir;
+  launch.workers = spec.trial.workers;
+  launch.cpu_per_worker = spec.trial.resources_per_worker.cpu;
+  launch.gpu_per_worker = spec.trial.resources_per_worker.gpu;
+  launch.memory_per_worker = spec.trial.resources_per_worker.memory;
+  launch.timeout_s = spec.trial.timeout_s;
+  launch.time_attr = spec.scheduler.time_attr;
+
+  return launch;
+}
+
+// ---------------------------------------------------------------------------
+// The run: one Impl per Tuner::Run call.
+
+struct Tuner::Impl {
+  const ExperimentSpec& spec;
+  TunerParts parts;
+  const TunerOptions& options;
+
+  ExperimentId experiment_id = 0;
+  uint64_t seed = 0;
+  std::vector<Trial> trials;                // by number; the in-memory History
+  std::map<TrialId, int> index_of;          // TrialId -> position in trials
+  std::deque<TrialId> retry_queue;          // pending trials to run before new ones
+  std::set<TrialId> running;
+  std::map<TrialId, Clock::time_point> started_at;
+  std::map<TrialId, int> failures;          // failed attempts in this run
+  std::vector<ParamMap> grid;               // grid points (one empty point if none)
+  int max_trials = 0;
+  int max_concurrent = 1;
+  int failed_count = 0;
+  std::optional<int> best_number;
+  std::optional<double> best_value;
+  Clock::time_point start = Clock::now();
+  Clock::time_point last_tick = Clock::now();
+
+  Trial& Get(TrialId id) { return trials[static_cast<size_t>(index_of.at(id))]; }
+
+  Status Setup();
+  Status ReplayHistory();
+  Status LaunchReady();
+  Status LaunchTrial(TrialId id);
+  Status Harvest();
+  Status HandleReports(TrialId id, const std::vector<MetricReport>& reports, bool* stopped);
+  Status EndTrial(TrialId id, TrialState state, const std::string& message,
+                  std::optional<int64_t> rung = std::nullopt);
+  Status StopAllRunning(TrialState as, const std::string& message);
+  void NoteValue(const Trial& t);
+  ProgressCounts Counts() const;
+  void Tick(bool force);
+  std::optional<double> Objective(const MetricReport& r) const {
+    auto it = r.values.find(spec.objective.metric);
+    if (it == r.values.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+Status Tuner::Impl::Setup() {
+  Storage& storage = *parts.storage;
+  max_trials = spec.limits.max_trials;
+  max_concurrent = std::max(1, options.max_concurrent.value_or(spec.limits.max_concurrent_trials));
+
+  auto grid_or = GridPoints(spec.parameters, spec.search.algorithm == "grid");
+  if (!grid_or.ok()) return Status::InvalidArgument(spec.source_path + ": parameters: " + grid_or.status().message());
+  grid = std::move(grid_or).value();
+
+  auto found = storage.FindExperiment(spec.name);
+  if (found.ok()) {
+    if (!options.resume) {
+      return Status::FailedPrecondition(
+          "experiment '" + spec.name + "' already exists in the database; pass --resume to continue it, "
+          "or give the experiment another name");
+    }
+    experiment_id = found->id;
+    seed = found->seed;
+    TUNE_RETURN_IF_ERROR(storage.SetExperimentState(experiment_id, ExperimentState::kRunning, "resumed"));
+    return ReplayHistory();
+  }
+  if (!found.status().IsNotFound()) return found.status();
+  seed = spec.search.seed_given ? spec.search.seed
+                                : static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  TUNE_ASSIGN_OR_RETURN(experiment_id, storage.CreateExperiment(spec.name, spec.json, seed));
+  if (parts.progress && options.resume) parts.progress->OnMessage("nothing to resume: starting experiment '" + spec.name + "'");
+  return Status::Ok();
+}
+
+// Rebuilds the in-memory history and the scheduler's state from storage.
+Status Tuner::Impl::ReplayHistory() {
+  Storage& storage = *parts.storage;
+  TUNE_ASSIGN_OR_RETURN(History stored, storage.ListTrials(experiment_id));
+  TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> reports, storage.ListReports(experiment_id));
+
+  // Scheduler replay: trials are added by number, then every report of the
+  // current attempts in arrival order; a finished trial completes right
+  // after its last report.
+  std::map<TrialId, size_t> last_report;
+  for (size_t i = 0; i < reports.size(); ++i) last_report[reports[i].trial_id] = i;
+  for (const Trial& t : stored) {
+    Trial fresh = t;
+    fresh.intermediate.clear();
+    index_of[t.id] = static_cast<int>(trials.size());
+    trials.push_back(fresh);
+    parts.scheduler->OnTrialAdd(fresh);
+  }
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const StoredReport& r = reports[i];
+    if (!index_of.count(r.trial_id)) continue;
+    Trial& t = Get(r.trial_id);
+    auto obj = Objective(r.report);
+    if (obj) {
+      t.intermediate[r.report.step] = *obj;
+      (void)parts.scheduler->OnTrialResult(t, r.report.step, *obj);
+    }
+    if (last_report[r.trial_id] == i && IsFinished(stored[static_cast<size_t>(index_of[r.trial_id])].state)) {
+      parts.scheduler->OnTrialComplete(t);
+    }
+  }
+  // Restore the stored snapshots (authoritative) and requeue interrupted trials.
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(experiment_id));
+  std::set<TrialId> ever_started;
+  for (const TrialRecord& r : records)
+    if (r.started_at) ever_started.insert(r.trial.id);
+  for (const Trial& s : stored) {
+    Trial& t = Get(s.id);
+    t = s;
+    // The next attempt gets a fresh number unless this trial never started.
+    if ((s.state == TrialState::kRunning || s.state == TrialState::kPending) && ever_started.count(s.id)) {
+      t.attempt = s.attempt + 1;
+    }
+    if (s.state == TrialState::kRunning) {
+      TUNE_RETURN_IF_ERROR(storage.RetryTrial(s.id, "interrupted: the tuner stopped while it ran"));
+      t.state = TrialState::kPending;
+      t.intermediate.clear();
+      t.value.reset();
+    }
+    if (t.state == TrialState::kPending) retry_queue.push_back(t.id);
+    if (t.state == TrialState::kFailed) ++failed_count;
+    if (t.state == TrialState::kCompleted) NoteValue(t);
+  }
+  if (parts.progress) {
+    parts.progress->OnMessage("resuming experiment '" + spec.name + "': " + std::to_string(trials.size()) +
+                              " trials so far, " + std::to_string(retry_queue.size()) + " to run again");
+  }
+  return Status::Ok();
+}
+
+void Tuner::Impl::NoteValue(const Trial& t) {
+  if (t.state != TrialState::kCompleted || !t.value || std::isnan(*t.value)) return;
+  if (!best_value || Better(*t.value, *best_value, spec.objective.mode)) {
+    best_value = t.value;
+    best_number = t.number;
+  }
+}
+
+Status Tuner::Impl::LaunchTrial(TrialId id) {
+  Trial& t = Get(id);
+  std::filesystem::path dir = std::filesystem::path(options.runs_dir) / spec.name /
+                              ("trial_" + std::string(t.number < 10 ? "000" : t.number < 100 ? "00" : t.number < 1000 ? "0" : "") +
+                               std::to_string(t.number));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Internal("cannot create trial directory " + dir.string() + ": " + ec.message());
+  std::string trial_dir = std::filesystem::absolute(dir, ec).string();
+
+  LaunchSpec launch = MakeLaunchSpec(spec, t, trial_dir);
+  if (!parts.backend->CanLaunch(launch)) return Status::Unavailable("no free resources");
+  Status st = parts.backend->Launch(launch);
+  if (!st.ok()) {
+    // Could not start at all: a failed attempt (counted, maybe retried).
+    TUNE_RETURN_IF_ERROR(parts.storage->StartTrial(id, t.attempt, "not started"));
+    t.state = TrialState::kRunning;
+    running.insert(id);
+    started_at[id] = Clock::now();
+    return EndTrial(id, TrialState::kFailed, "could not start: " + st.message());
+  }
+  std::string location = "local";
+  if (auto rs = parts.backend->State(id); rs.ok() && !rs->location.empty()) location = rs->location;
+  TUNE_RETURN_IF_ERROR(parts.storage->StartTrial(id, t.attempt, location));
+  t.state = TrialState::kRunning;
+  running.insert(id);
+  started_at[id] = Clock::now();
+  if (parts.progress) parts.progress->OnTrialStarted(t);
+  return Status::Ok();
+}
+
+Status Tuner::Impl::LaunchReady() {
+  while (static_cast<int>(running.size()) < max_concurrent) {
+    if (spec.limits.max_failed_trials > 0 && failed_count >= spec.limits.max_failed_trials) return Status::Ok();
+    TrialId id = 0;
+    if (!retry_queue.empty()) {
+      id = retry_queue.front();
+    } else {
+      if (static_cast<int>(trials.size()) >= max_trials) return Status::Ok();
+      // Sample only once the trial can start, so it sees the latest history.
+      LaunchSpec probe;
+      probe.workers = spec.trial.workers;
+      probe.cpu_per_worker = spec.trial.resources_per_worker.cpu;
+      probe.gpu_per_worker = spec.trial.resources_per_worker.gpu;
+      if (!parts.backend->CanLaunch(probe)) {
+        if (running.empty()) {
+          return Status::InvalidArgument("a trial needs more resources (" + std::to_string(probe.workers) +
+                                         " workers x " + ParamToString(probe.cpu_per_worker) +
+                                         " cpu) than the backend has");
+        }
+        return Status::Ok();
+      }
+      // A new trial: grid point for its number, the sampler for the rest.
+      int number = static_cast<int>(trials.size());
+      const ParamMap& fixed = grid[static_cast<size_t>(number) % grid.size()];
+      SearchSpace free_space;
+      for (const auto& [name, dist] : spec.parameters)
+        if (!fixed.count(name)) free_space[name] = dist;
+      parts.sampler->Reseed(TrialSeed(seed, number));
+      ParamMap params = SampleTrial(*parts.sampler, free_space, trials);
+      for (const auto& [name, v] : fixed) params[name] = v;
+      TUNE_ASSIGN_OR_RETURN(Trial created, parts.storage->CreateTrial(experiment_id, params));
+      index_of[created.id] = static_cast<int>(trials.size());
+      trials.push_back(created);
+      parts.scheduler->OnTrialAdd(created);
+      retry_queue.push_back(created.id);
+      id = created.id;
+    }
+    Status st = LaunchTrial(id);
+    if (st.code() == StatusCode::kUnavailable) return Status::Ok();  // wait for resources
+    retry_queue.pop_front();
+    TUNE_RETURN_IF_ERROR(st);
+  }
+  return Status::Ok();
+}
+
+Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& reports, bool* stopped) {
+  for (const MetricReport& r : reports) {
+    Trial& t = Get(id);
+    auto obj = Objective(r);
+    TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
+    if (obj) {
+      t.intermediate[r.step] = *obj;
+      t.value = ScopedValue(t, spec.objective);
+    }
+    if (parts.progress) parts.progress->OnTrialReport(t, r.step, obj);
+    if (!obj) continue;
+    Decision d = parts.scheduler->OnTrialResult(t, r.step, *obj);
+    if (d.action == Action::kStop) {
+      TUNE_RETURN_IF_ERROR(parts.backend->Kill(id, options.kill_grace));
+      std::string why = d.reason.empty() ? "stopped by the scheduler" : d.reason;
+      TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kPruned, why, d.rung));
+      *stopped = true;
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& message,
+                             std::optional<int64_t> rung) {
+  Trial& t = Get(id);
+  running.erase(id);
+  if (state == TrialState::kFailed) {
+    int& f = failures[id];
+    ++f;
+    if (f <= spec.trial.max_retries) {
+      TUNE_RETURN_IF_ERROR(parts.storage->RetryTrial(id, message));
+      parts.scheduler->OnTrialError(t);
+      if (parts.progress) parts.progress->OnTrialEnded(t, "attempt failed (" + message + "), retrying");
+      t.state = TrialState::kPending;
+      t.attempt += 1;
+      t.intermediate.clear();
+      t.value.reset();
+      retry_queue.push_back(id);
+      return Status::Ok();
+    }
+  }
+  std::optional<double> value = ScopedValue(t, spec.objective);
+  TUNE_RETURN_IF_ERROR(parts.storage->FinishTrial(id, state, value, rung, message));
+  t.state = state;
+  t.value = value;
+  if (state == TrialState::kFailed) {
+    ++failed_count;
+    parts.scheduler->OnTrialError(t);
+  } else {
+    parts.scheduler->OnTrialComplete(t);
+  }
+  parts.sampler->AfterTrial(t);
+  NoteValue(t);
+  if (parts.progress) parts.progress->OnTrialEnded(t, message);
+  return Status::Ok();
+}
+
+// Drains reports and exits of every running trial.
+Status Tuner::Impl::Harvest() {
+  std::vector<TrialId> ids(running.begin(), running.end());
+  for (TrialId id : ids) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<MetricReport> reports, parts.backend->Poll(id));
+    bool stopped = false;
+    TUNE_RETURN_IF_ERROR(HandleReports(id, reports, &stopped));
+    if (stopped) continue;
+    TUNE_ASSIGN_OR_RETURN(RunStatus rs, parts.backend->State(id));
+    if (rs.state == RunState::kSucceeded || rs.state == RunState::kFailed) {
+      // Reports written between the Poll above and the exit.
+      TUNE_ASSIGN_OR_RETURN(std::vector<MetricReport> tail, parts.backend->Poll(id));
+      TUNE_RETURN_IF_ERROR(HandleReports(id, tail, &stopped));
+      if (stopped) continue;
+    }
+    if (rs.state == RunState::kSucceeded) {
+      if (Get(id).intermediate.empty()) {
+        TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kFailed,
+                                      "exited 0 but never reported the objective metric '" +
+                                          spec.objective.metric + "'"));
+      } else {
+        TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kCompleted, "completed"));
+      }
+    } else if (rs.state == RunState::kFailed) {
+      TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kFailed, rs.message.empty() ? "failed" : rs.message));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Tuner::Impl::StopAllRunning(TrialState as, const std::string& message) {
+  std::vector<TrialId> ids(running.begin(), running.end());
+  for (TrialId id : ids) {
+    TUNE_RETURN_IF_ERROR(parts.backend->Kill(id, options.kill_grace));
+    // Keep what it reported up to now.
+    auto reports = parts.backend->Poll(id);
+    if (reports.ok()) {
+      for (const MetricReport& r : *reports) {
+        Trial& t = Get(id);
+        auto obj = Objective(r);
+        TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
+        if (obj) t.intermediate[r.step] = *obj;
+      }
+    }
+    if (as == TrialState::kPending) {
+      // Interrupted: it runs again on --resume.
+      TUNE_RETURN_IF_ERROR(parts.storage->RetryTrial(id, message));
+      Trial& t = Get(id);
+      t.state = TrialState::kPending;
+      running.erase(id);
+      if (parts.progress) parts.progress->OnTrialEnded(t, message);
+    } else {
+      TUNE_RETURN_IF_ERROR(EndTrial(id, as, message));
+    }
+  }
+  return Status::Ok();
+}
+
+ProgressCounts Tuner::Impl::Counts() const {
+  ProgressCounts c;
+  for (const Trial& t : trials) {
+    switch (t.state) {
+      case TrialState::kPending: case TrialState::kPaused: ++c.pending; break;
+      case TrialState::kRunning: ++c.running; break;
+      case TrialState::kCompleted: ++c.completed; break;
+      case TrialState::kPruned: ++c.pruned; break;
+      case TrialState::kFailed: ++c.failed; break;
+      case TrialState::kStopped: ++c.stopped; break;
+    }
+  }
+  c.max_trials = max_trials;
+  c.best_value = best_value;
+  c.best_number = best_number;
+  c.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return c;
+}
+
+void Tuner::Impl::Tick(bool force) {
+  if (!parts.progress) return;
+  auto now = Clock::now();
+  if (!force && now - last_tick < std::chrono::milliseconds(500)) return;
+  last_tick = now;
+  parts.progress->OnTick(trials, Counts());
+}
+
+Tuner::Tuner(ExperimentSpec spec, TunerParts parts, TunerOptions options)
+    : spec_(std::move(spec)), parts_(parts), options_(std::move(options)) {
+  TUNE_CHECK(parts_.storage && parts_.backend && parts_.sampler && parts_.scheduler);
+}
+
+Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
+  Impl run{spec_, parts_, options_};
+  TUNE_RETURN_IF_ERROR(parts_.backend->Preflight());
+  TUNE_RETURN_IF_ERROR(run.Setup());
+
+  RunSummary summary;
+  auto finish = [&](RunOutcome outcome, ExperimentState state, const std::string& message) -> Status {
+    summary.outcome = outcome;
+    summary.message = message;
+    return parts_.storage->SetExperimentState(run.experiment_id, state, message);
+  };
+  const auto deadline = spec_.limits.time_budget_s > 0
+                            ? std::optional(run.start + std::chrono::duration_cast<Clock::duration>(
+                                                            std::chrono::duration<double>(spec_.limits.time_budget_s)))
+                            : std::nullopt;
+  for (;;) {
+    if (stop && stop->load()) {
+      TUNE_RETURN_IF_ERROR(run.StopAllRunning(TrialState::kPending, "interrupted: tune run was stopped"));
+      TUNE_RETURN_IF_ERROR(finish(RunOutcome::kInterrupted, ExperimentState::kStopped,
+                                  "interrupted; continue with tune run --resume"));
+      break;
+    }
+    if (spec_.limits.max_failed_trials > 0 && run.failed_count >= spec_.limits.max_failed_trials) {
+      TUNE_RETURN_IF_ERROR(run.StopAllRunning(TrialState::kStopped, "experiment failed"));
+      TUNE_RETURN_IF_ERROR(finish(RunOutcome::kFailed, ExperimentState::kFailed,
+                                  "max_failed_trials (" + std::to_string(spec_.limits.max_failed_trials) +
+                                      ") reached"));
+      break;
+    }
+    if (spec_.objective.goal && run.best_value &&
+        !Better(*spec_.objective.goal, *run.best_value, spec_.objective.mode)) {
+      TUNE_RETURN_IF_ERROR(run.StopAllRunning(TrialState::kStopped, "goal reached by another trial"));
+      TUNE_RETURN_IF_ERROR(finish(RunOutcome::kCompleted, ExperimentState::kCompleted, "goal reached"));
+      break;
+    }
+    if (deadline && Clock::now() >= *deadline) {
+      TUNE_RETURN_IF_ERROR(run.StopAllRunning(TrialState::kStopped, "time budget spent"));
+      TUNE_RETURN_IF_ERROR(finish(RunOutcome::kCompleted, ExperimentState::kCompleted, "time_budget_s reached"));
+      break;
+    }
+    TUNE_RETURN_IF_ERROR(run.LaunchReady());
+    if (run.running.empty() && run.retry_queue.empty() && static_cast<int>(run.trials.size()) >= run.max_trials) {
+      TUNE_RETURN_IF_ERROR(finish(RunOutcome::kCompleted, ExperimentState::kCompleted, "max_trials reached"));
+      break;
+    }
+    if (run.running.empty() && !run.retry_queue.empty() &&
+        !(spec_.limits.max_failed_trials > 0 && run.failed_count >= spec_.limits.max_failed_trials)) {
+      // Nothing runs and the next trial does not fit: it never will.
+      return Status::InvalidArgument("a trial needs more resources (workers x resources_per_worker) than the backend has");
+    }
+    parts_.backend->WaitForEvent(options_.tick);
+    TUNE_RETURN_IF_ERROR(run.Harvest());
+    run.Tick(false);
+  }
+  parts_.backend->Shutdown();
+  ProgressCounts c = run.Counts();
+  summary.completed = c.completed;
+  summary.pruned = c.pruned;
+  summary.failed = c.failed;
+  summary.stopped = c.stopped;
+  summary.best_number = run.best_number;
+  summary.best_value = run.best_value;
+  if (parts_.progress) {
+    run.Tick(true);
+    parts_.progress->Finish(c);
+  }
+  return summary;
+}
+
+}  // namespace tune

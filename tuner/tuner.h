@@ -1,0 +1,92 @@
+// Tuner: the control loop of `tune run`. The only place that combines the
+// modules (as Optuna's Trial._suggest): it asks the sampler for parameters,
+// the backend to run attempts, the scheduler for decisions, and records
+// every state change in storage as it happens.
+//
+// Crash safety: every state change is written before the next action, so a
+// killed tuner loses no finished trial. On resume, trials found `running`
+// were interrupted: they go back to pending and are run again (their
+// reports of the interrupted attempt are kept but no longer count).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "schedulers/scheduler.h"
+#include "search/sampler.h"
+#include "trial_runner/trial_backend.h"
+#include "tuner/core/status.h"
+#include "tuner/experiment_spec.h"
+#include "tuner/progress.h"
+#include "tuner/storage/storage.h"
+
+namespace tune {
+
+struct TunerOptions {
+  bool resume = false;
+  std::optional<int> max_concurrent;  // overrides limits.max_concurrent_trials
+  // Root of the trial directories: <runs_dir>/<experiment>/trial_<number>.
+  std::string runs_dir = "tune_runs";
+  // How long a stopped trial gets between SIGTERM and SIGKILL.
+  std::chrono::milliseconds kill_grace = std::chrono::seconds(5);
+  // Longest wait for backend events before the loop looks at timers again.
+  std::chrono::milliseconds tick = std::chrono::milliseconds(200);
+};
+
+enum class RunOutcome { kCompleted, kFailed, kInterrupted };
+
+struct RunSummary {
+  RunOutcome outcome = RunOutcome::kCompleted;
+  std::string message;  // why it ended: "max_trials reached", "goal reached", ...
+  int completed = 0, pruned = 0, failed = 0, stopped = 0;
+  std::optional<int> best_number;
+  std::optional<double> best_value;
+};
+
+// Components the tuner drives. Ownership stays with the caller; all must
+// outlive Run().
+struct TunerParts {
+  Storage* storage = nullptr;
+  TrialBackend* backend = nullptr;
+  Sampler* sampler = nullptr;
+  Scheduler* scheduler = nullptr;
+  ProgressSink* progress = nullptr;  // may be null
+};
+
+class Tuner {
+ public:
+  Tuner(ExperimentSpec spec, TunerParts parts, TunerOptions options);
+
+  // Runs the experiment to its end: max_trials done, goal reached, time
+  // budget spent, max_failed_trials reached, or `*stop` set (Ctrl-C).
+  // Non-OK only for infrastructure errors (database, backend preflight, an
+  // existing experiment without --resume); a failed experiment is a
+  // RunSummary with outcome kFailed.
+  Result<RunSummary> Run(const std::atomic<bool>* stop);
+
+ private:
+  struct Impl;
+  ExperimentSpec spec_;
+  TunerParts parts_;
+  TunerOptions options_;
+};
+
+// The LaunchSpec of trial `t`'s current attempt: command and env with every
+// placeholder substituted, the SPEC section 3 environment, resources.
+LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std::string& trial_dir);
+
+// Replaces ${name} in `arg` by values: parameters, trial_id, experiment,
+// trial_dir. Unknown names are left as they are (the spec parser rejects
+// them up front).
+std::string SubstitutePlaceholders(const std::string& arg,
+                                   const std::map<std::string, std::string>& values);
+
+// TUNE_PARAM_<NAME> for a parameter name: upper case, every character not in
+// [A-Z0-9_] replaced by '_'.
+std::string ParamEnvName(const std::string& name);
+
+}  // namespace tune
