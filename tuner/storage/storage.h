@@ -21,7 +21,8 @@
 namespace tune {
 
 enum class ExperimentState { kRunning, kCompleted, kFailed, kStopped };
-const char* ExperimentStateName(ExperimentState s);
+const char* ExperimentStateName(ExperimentState s);  // "running", ...
+std::optional<ExperimentState> ParseExperimentState(const std::string& name);
 
 struct ExperimentRecord {
   ExperimentId id = 0;
@@ -92,6 +93,9 @@ class Storage {
 
 // Opens (creating if needed) the SQLite database at `path`: WAL mode,
 // schema created or checked (a newer schema version is FailedPrecondition).
-Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path);
+// With create_if_missing false (the query commands), a missing file is
+// NotFound instead of a new empty database. Schema: docs/database.md.
+Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
+                                                   bool create_if_missing = true);
 
 }  // namespace tune

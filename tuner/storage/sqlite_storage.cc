@@ -1,0 +1,651 @@
+// SqliteStorage: Storage on one SQLite file through SQLiteCpp.
+//
+// One connection per SqliteStorage, guarded by a mutex; every method is one
+// transaction (IMMEDIATE for writes, so a second writer waits on the busy
+// timeout instead of failing on a lock upgrade). WAL mode lets `tune trials`
+// read while `tune run` writes. Prepared statements are cached per
+// connection: a report costs a handful of B-tree inserts, no SQL parsing.
+// The schema is in sqlite_schema.cc and docs/database.md.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include "tuner/storage/param_codec.h"
+#include "tuner/storage/sqlite_schema.h"
+#include "tuner/storage/storage.h"
+
+namespace tune {
+namespace {
+
+// How long a transaction waits for another connection's write lock before
+// giving up with Unavailable. Long: a writer holds the lock for microseconds,
+// so hitting this means something is stuck.
+constexpr int kBusyTimeoutMs = 30000;
+
+double Now() {
+  using namespace std::chrono;
+  return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
+}
+
+std::optional<double> OptDouble(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return c.getDouble();
+}
+std::optional<int64_t> OptInt(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return c.getInt64();
+}
+// SQLite stores NaN as NULL; metric values read back as NaN.
+double DoubleOrNan(const SQLite::Column& c) {
+  return c.isNull() ? std::numeric_limits<double>::quiet_NaN() : c.getDouble();
+}
+
+void BindOpt(SQLite::Statement& s, int i, std::optional<double> v) {
+  if (v && !std::isnan(*v)) {
+    s.bind(i, *v);
+  } else {
+    s.bind(i);
+  }
+}
+void BindOpt(SQLite::Statement& s, int i, std::optional<int64_t> v) {
+  if (v) {
+    s.bind(i, *v);
+  } else {
+    s.bind(i);
+  }
+}
+
+TrialState StateFromText(const std::string& text) {
+  auto s = ParseTrialState(text);
+  TUNE_CHECK(s.has_value());  // the CHECK constraint allows nothing else
+  return *s;
+}
+
+// Resets a cached statement when the scope ends, so it holds no read lock
+// and is ready for its next use.
+class StmtScope {
+ public:
+  explicit StmtScope(SQLite::Statement& s) : s_(s) {}
+  ~StmtScope() { s_.tryReset(); }
+  SQLite::Statement* operator->() { return &s_; }
+  SQLite::Statement& operator*() { return s_; }
+
+ private:
+  SQLite::Statement& s_;
+};
+
+// The state of a trial as seen by the transition checks.
+struct TrialRow {
+  int number = 0;
+  TrialState state = TrialState::kPending;
+  int attempt = 0;
+  std::string experiment;
+};
+
+class SqliteStorage final : public Storage {
+ public:
+  SqliteStorage(std::unique_ptr<SQLite::Database> db, std::string path)
+      : path_(std::move(path)), db_(std::move(db)) {}
+
+  Result<ExperimentId> CreateExperiment(const std::string& name, const std::string& spec_json,
+                                        uint64_t seed) override;
+  Result<ExperimentRecord> FindExperiment(const std::string& name) override;
+  Result<std::vector<ExperimentRecord>> ListExperiments() override;
+  Status SetExperimentState(ExperimentId id, ExperimentState state,
+                            const std::string& message) override;
+
+  Result<Trial> CreateTrial(ExperimentId e, const ParamMap& params) override;
+  Status StartTrial(TrialId t, int attempt, const std::string& location) override;
+  Status AppendReport(TrialId t, int attempt, const MetricReport& report,
+                      std::optional<double> objective) override;
+  Status RetryTrial(TrialId t, const std::string& message) override;
+  Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
+                     std::optional<int64_t> pruned_rung, const std::string& message) override;
+
+  Result<History> ListTrials(ExperimentId e) override;
+  Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) override;
+  Result<std::vector<StoredReport>> ListReports(ExperimentId e) override;
+  Result<std::vector<StoredReport>> ListTrialReports(TrialId t) override;
+
+ private:
+  // Runs `body` (returning Status) as one transaction under mu_: committed
+  // if it returns OK, rolled back otherwise. SQLite exceptions become
+  // Unavailable (busy) or Internal.
+  template <typename F>
+  Status Transact(bool write, F&& body);
+  Status FromException(const SQLite::Exception& e) const;
+
+  // The cached prepared statement for `sql` (a string literal), reset.
+  SQLite::Statement& Stmt(const char* sql);
+
+  Status CheckExperiment(ExperimentId e);
+  Result<TrialRow> LoadTrial(TrialId t);
+  Status FillIntermediate(ExperimentId e, std::vector<Trial*>& trials);
+  std::vector<StoredReport> ReadReports(SQLite::Statement& s);
+  std::string TrialName(TrialId t, const TrialRow& row) const;
+
+  const std::string path_;
+  std::mutex mu_;
+  std::unique_ptr<SQLite::Database> db_;  // guarded by mu_
+  std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> stmts_;  // guarded by mu_
+};
+
+template <typename F>
+Status SqliteStorage::Transact(bool write, F&& body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    SQLite::Transaction txn(*db_, write ? SQLite::TransactionBehavior::IMMEDIATE
+                                        : SQLite::TransactionBehavior::DEFERRED);
+    Status st = body();
+    if (!st.ok()) return st;  // ~Transaction rolls back
+    txn.commit();
+    return st;
+  } catch (const SQLite::Exception& e) {
+    return FromException(e);
+  }
+}
+
+Status SqliteStorage::FromException(const SQLite::Exception& e) const {
+  int code = e.getErrorCode();
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+    return Status::Unavailable(path_ + ": the database stayed locked by another process for " +
+                               std::to_string(kBusyTimeoutMs / 1000) + " s: " + e.what());
+  }
+  if (code == SQLITE_FULL || code == SQLITE_IOERR || code == SQLITE_READONLY) {
+    return Status::Unavailable(path_ + ": cannot write the database: " + e.what());
+  }
+  return Status::Internal(path_ + ": SQLite error: " + e.what());
+}
+
+SQLite::Statement& SqliteStorage::Stmt(const char* sql) {
+  auto& slot = stmts_[sql];
+  if (!slot) {
+    slot = std::make_unique<SQLite::Statement>(*db_, sql);
+  } else {
+    slot->tryReset();  // clears the error of a failed earlier use
+  }
+  return *slot;
+}
+
+Status SqliteStorage::CheckExperiment(ExperimentId e) {
+  StmtScope s(Stmt("SELECT 1 FROM experiments WHERE id = ?"));
+  s->bind(1, static_cast<int64_t>(e));
+  if (!s->executeStep()) {
+    return Status::NotFound(path_ + ": no experiment with id " + std::to_string(e));
+  }
+  return Status::Ok();
+}
+
+Result<TrialRow> SqliteStorage::LoadTrial(TrialId t) {
+  StmtScope s(Stmt(
+      "SELECT t.number, t.state, t.attempt, e.name FROM trials t "
+      "JOIN experiments e ON e.id = t.experiment_id WHERE t.id = ?"));
+  s->bind(1, static_cast<int64_t>(t));
+  if (!s->executeStep()) {
+    return Status::NotFound(path_ + ": no trial with id " + std::to_string(t));
+  }
+  TrialRow row;
+  row.number = s->getColumn(0).getInt();
+  row.state = StateFromText(s->getColumn(1).getString());
+  row.attempt = s->getColumn(2).getInt();
+  row.experiment = s->getColumn(3).getString();
+  return row;
+}
+
+std::string SqliteStorage::TrialName(TrialId t, const TrialRow& row) const {
+  return "trial " + std::to_string(row.number) + " (id " + std::to_string(t) +
+         ") of experiment '" + row.experiment + "'";
+}
+
+// ---------------------------------------------------------------------------
+// Experiments
+
+Result<ExperimentId> SqliteStorage::CreateExperiment(const std::string& name,
+                                                     const std::string& spec_json,
+                                                     uint64_t seed) {
+  if (name.empty()) return Status::InvalidArgument("an experiment needs a non-empty name");
+  ExperimentId id = 0;
+  Status st = Transact(true, [&]() -> Status {
+    {
+      StmtScope s(Stmt("SELECT 1 FROM experiments WHERE name = ?"));
+      s->bind(1, name);
+      if (s->executeStep()) {
+        return Status::FailedPrecondition(
+            path_ + ": an experiment named '" + name +
+            "' already exists; resume it (--resume) or choose another name");
+      }
+    }
+    StmtScope s(Stmt(
+        "INSERT INTO experiments (name, spec_json, state, seed, created_at) "
+        "VALUES (?, ?, 'running', ?, ?)"));
+    s->bind(1, name);
+    s->bind(2, spec_json);
+    s->bind(3, static_cast<int64_t>(seed));  // same 64 bits; see docs/database.md
+    s->bind(4, Now());
+    s->exec();
+    id = db_->getLastInsertRowid();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return id;
+}
+
+constexpr const char kExperimentColumns[] =
+    "SELECT id, name, spec_json, state, seed, created_at, ended_at, message FROM experiments ";
+
+ExperimentRecord ReadExperiment(SQLite::Statement& s) {
+  ExperimentRecord r;
+  r.id = s.getColumn(0).getInt64();
+  r.name = s.getColumn(1).getString();
+  r.spec_json = s.getColumn(2).getString();
+  auto state = ParseExperimentState(s.getColumn(3).getString());
+  TUNE_CHECK(state.has_value());
+  r.state = *state;
+  r.seed = static_cast<uint64_t>(s.getColumn(4).getInt64());
+  r.created_at = s.getColumn(5).getDouble();
+  r.ended_at = OptDouble(s.getColumn(6));
+  r.message = s.getColumn(7).getString();
+  return r;
+}
+
+Result<ExperimentRecord> SqliteStorage::FindExperiment(const std::string& name) {
+  static const std::string sql = std::string(kExperimentColumns) + "WHERE name = ?";
+  ExperimentRecord record;
+  Status st = Transact(false, [&]() -> Status {
+    StmtScope s(Stmt(sql.c_str()));
+    s->bind(1, name);
+    if (!s->executeStep()) {
+      return Status::NotFound(path_ + ": no experiment named '" + name + "'");
+    }
+    record = ReadExperiment(*s);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return record;
+}
+
+Result<std::vector<ExperimentRecord>> SqliteStorage::ListExperiments() {
+  static const std::string sql = std::string(kExperimentColumns) + "ORDER BY created_at, id";
+  std::vector<ExperimentRecord> out;
+  Status st = Transact(false, [&]() -> Status {
+    StmtScope s(Stmt(sql.c_str()));
+    while (s->executeStep()) out.push_back(ReadExperiment(*s));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Status SqliteStorage::SetExperimentState(ExperimentId id, ExperimentState state,
+                                         const std::string& message) {
+  return Transact(true, [&]() -> Status {
+    StmtScope s(Stmt(
+        "UPDATE experiments SET state = ?1, message = ?2, "
+        "ended_at = CASE WHEN ?1 = 'running' THEN NULL ELSE ?3 END WHERE id = ?4"));
+    s->bind(1, ExperimentStateName(state));
+    s->bind(2, message);
+    s->bind(3, Now());
+    s->bind(4, static_cast<int64_t>(id));
+    if (s->exec() == 0) {
+      return Status::NotFound(path_ + ": no experiment with id " + std::to_string(id));
+    }
+    return Status::Ok();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Trial transitions
+
+Result<Trial> SqliteStorage::CreateTrial(ExperimentId e, const ParamMap& params) {
+  for (const auto& [name, value] : params) {
+    if (!ParamIsStorable(value)) {
+      return Status::InvalidArgument("parameter '" + name + "' is " + ParamToString(value) +
+                                     "; only finite numbers can be stored");
+    }
+  }
+  Trial trial;
+  trial.params = params;
+  const std::string params_json = ParamsToJson(params);
+  Status st = Transact(true, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    {
+      StmtScope s(Stmt(
+          "SELECT COALESCE(MAX(number) + 1, 0) FROM trials WHERE experiment_id = ?"));
+      s->bind(1, static_cast<int64_t>(e));
+      s->executeStep();
+      trial.number = s->getColumn(0).getInt();
+    }
+    {
+      StmtScope s(Stmt(
+          "INSERT INTO trials (experiment_id, number, state, params_json) "
+          "VALUES (?, ?, 'pending', ?)"));
+      s->bind(1, static_cast<int64_t>(e));
+      s->bind(2, trial.number);
+      s->bind(3, params_json);
+      s->exec();
+      trial.id = db_->getLastInsertRowid();
+    }
+    StmtScope s(Stmt(
+        "INSERT INTO trial_params (trial_id, name, type, value_text, value_num) "
+        "VALUES (?, ?, ?, ?, ?)"));
+    for (const auto& [name, value] : params) {
+      s->reset();
+      s->bind(1, static_cast<int64_t>(trial.id));
+      s->bind(2, name);
+      s->bind(3, ParamTypeName(value));
+      s->bind(4, ParamToString(value));
+      if (auto* i = std::get_if<int64_t>(&value)) {
+        s->bind(5, *i);
+      } else if (auto* d = std::get_if<double>(&value)) {
+        s->bind(5, *d);
+      } else if (auto* b = std::get_if<bool>(&value)) {
+        s->bind(5, static_cast<int64_t>(*b ? 1 : 0));
+      } else {
+        s->bind(5);
+      }
+      s->exec();
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return trial;
+}
+
+Status SqliteStorage::StartTrial(TrialId t, int attempt, const std::string& location) {
+  return Transact(true, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    if (row.state != TrialState::kPending && row.state != TrialState::kPaused) {
+      return Status::FailedPrecondition(TrialName(t, row) + " is " +
+                                        TrialStateName(row.state) + "; only a pending or " +
+                                        "paused trial can start");
+    }
+    if (attempt < row.attempt) {
+      return Status::FailedPrecondition(
+          TrialName(t, row) + " cannot start attempt " + std::to_string(attempt) +
+          ": attempt " + std::to_string(row.attempt) + " was already made");
+    }
+    StmtScope s(Stmt(
+        "UPDATE trials SET state = 'running', attempt = ?, location = ?, "
+        "started_at = COALESCE(started_at, ?) WHERE id = ?"));
+    s->bind(1, attempt);
+    s->bind(2, location);
+    s->bind(3, Now());
+    s->bind(4, static_cast<int64_t>(t));
+    s->exec();
+    return Status::Ok();
+  });
+}
+
+Status SqliteStorage::AppendReport(TrialId t, int attempt, const MetricReport& report,
+                                   std::optional<double> objective) {
+  return Transact(true, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    if (row.state != TrialState::kRunning) {
+      return Status::FailedPrecondition(TrialName(t, row) + " is " +
+                                        TrialStateName(row.state) +
+                                        "; only a running trial takes reports");
+    }
+    if (attempt != row.attempt) {
+      return Status::FailedPrecondition(
+          "a report of attempt " + std::to_string(attempt) + " of " + TrialName(t, row) +
+          " arrived, but its current attempt is " + std::to_string(row.attempt));
+    }
+    int64_t report_id = 0;
+    {
+      StmtScope s(Stmt(
+          "INSERT INTO reports (trial_id, attempt, step, time, objective) "
+          "VALUES (?, ?, ?, ?, ?)"));
+      s->bind(1, static_cast<int64_t>(t));
+      s->bind(2, attempt);
+      s->bind(3, static_cast<int64_t>(report.step));
+      s->bind(4, report.time > 0 ? report.time : Now());
+      BindOpt(*s, 5, objective);
+      s->exec();
+      report_id = db_->getLastInsertRowid();
+    }
+    {
+      StmtScope s(Stmt("INSERT INTO metrics (report_id, name, value) VALUES (?, ?, ?)"));
+      for (const auto& [name, value] : report.values) {
+        s->reset();
+        s->bind(1, report_id);
+        s->bind(2, name);
+        BindOpt(*s, 3, std::optional<double>(value));
+        s->exec();
+      }
+    }
+    StmtScope s(Stmt(
+        "UPDATE trials SET last_step = MAX(COALESCE(last_step, ?1), ?1), "
+        "value = COALESCE(?2, value) WHERE id = ?3"));
+    s->bind(1, static_cast<int64_t>(report.step));
+    BindOpt(*s, 2, objective);
+    s->bind(3, static_cast<int64_t>(t));
+    s->exec();
+    return Status::Ok();
+  });
+}
+
+Status SqliteStorage::RetryTrial(TrialId t, const std::string& message) {
+  return Transact(true, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    if (row.state != TrialState::kRunning) {
+      return Status::FailedPrecondition(TrialName(t, row) + " is " +
+                                        TrialStateName(row.state) +
+                                        "; only a running trial can be retried");
+    }
+    StmtScope s(Stmt(
+        "UPDATE trials SET state = 'pending', attempt = attempt + 1, message = ?, "
+        "value = NULL, last_step = NULL WHERE id = ?"));
+    s->bind(1, message);
+    s->bind(2, static_cast<int64_t>(t));
+    s->exec();
+    return Status::Ok();
+  });
+}
+
+Status SqliteStorage::FinishTrial(TrialId t, TrialState state, std::optional<double> value,
+                                  std::optional<int64_t> pruned_rung,
+                                  const std::string& message) {
+  if (!IsFinished(state)) {
+    return Status::InvalidArgument(std::string("FinishTrial needs a terminal state, got ") +
+                                   TrialStateName(state));
+  }
+  return Transact(true, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    if (IsFinished(row.state)) {
+      return Status::FailedPrecondition(TrialName(t, row) + " is already " +
+                                        TrialStateName(row.state) +
+                                        "; a finished trial is immutable");
+    }
+    StmtScope s(Stmt(
+        "UPDATE trials SET state = ?, value = COALESCE(?, value), pruned_rung = ?, "
+        "message = ?, ended_at = ? WHERE id = ?"));
+    s->bind(1, TrialStateName(state));
+    BindOpt(*s, 2, value);
+    BindOpt(*s, 3, pruned_rung);
+    s->bind(4, message);
+    s->bind(5, Now());
+    s->bind(6, static_cast<int64_t>(t));
+    s->exec();
+    return Status::Ok();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Queries
+
+Status SqliteStorage::FillIntermediate(ExperimentId e, std::vector<Trial*>& trials) {
+  std::unordered_map<TrialId, Trial*> by_id;
+  by_id.reserve(trials.size());
+  for (Trial* t : trials) by_id[t->id] = t;
+  StmtScope s(Stmt(
+      "SELECT r.trial_id, r.step, r.objective FROM trials t "
+      "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
+      "WHERE t.experiment_id = ? AND r.objective IS NOT NULL ORDER BY r.id"));
+  s->bind(1, static_cast<int64_t>(e));
+  while (s->executeStep()) {
+    auto it = by_id.find(s->getColumn(0).getInt64());
+    if (it == by_id.end()) continue;
+    it->second->intermediate[s->getColumn(1).getInt64()] = s->getColumn(2).getDouble();
+  }
+  return Status::Ok();
+}
+
+// Columns 0-5 of both trial queries.
+Status ReadTrial(SQLite::Statement& s, Trial& t) {
+  t.id = s.getColumn(0).getInt64();
+  t.number = s.getColumn(1).getInt();
+  t.state = StateFromText(s.getColumn(2).getString());
+  auto params = ParamsFromJson(s.getColumn(3).getString());
+  if (!params.ok()) {
+    return Status::Internal("trial id " + std::to_string(t.id) + ": " + params.status().message());
+  }
+  t.params = std::move(params).value();
+  t.value = OptDouble(s.getColumn(4));
+  t.attempt = s.getColumn(5).getInt();
+  return Status::Ok();
+}
+
+Result<History> SqliteStorage::ListTrials(ExperimentId e) {
+  History out;
+  Status st = Transact(false, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    {
+      StmtScope s(Stmt(
+          "SELECT id, number, state, params_json, value, attempt FROM trials "
+          "WHERE experiment_id = ? ORDER BY number"));
+      s->bind(1, static_cast<int64_t>(e));
+      while (s->executeStep()) {
+        out.emplace_back();
+        TUNE_RETURN_IF_ERROR(ReadTrial(*s, out.back()));
+      }
+    }
+    std::vector<Trial*> ptrs;
+    for (Trial& t : out) ptrs.push_back(&t);
+    return FillIntermediate(e, ptrs);
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e) {
+  std::vector<TrialRecord> out;
+  Status st = Transact(false, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    {
+      StmtScope s(Stmt(
+          "SELECT id, number, state, params_json, value, attempt, started_at, ended_at, "
+          "last_step, pruned_rung, location, message FROM trials "
+          "WHERE experiment_id = ? ORDER BY number"));
+      s->bind(1, static_cast<int64_t>(e));
+      while (s->executeStep()) {
+        TrialRecord& r = out.emplace_back();
+        TUNE_RETURN_IF_ERROR(ReadTrial(*s, r.trial));
+        r.started_at = OptDouble(s->getColumn(6));
+        r.ended_at = OptDouble(s->getColumn(7));
+        r.last_step = OptInt(s->getColumn(8));
+        r.pruned_rung = OptInt(s->getColumn(9));
+        r.location = s->getColumn(10).getString();
+        r.message = s->getColumn(11).getString();
+      }
+    }
+    std::vector<Trial*> ptrs;
+    for (TrialRecord& r : out) ptrs.push_back(&r.trial);
+    return FillIntermediate(e, ptrs);
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+// Rows of (report id, trial id, attempt, step, time, metric name, value),
+// ordered by report id; a report without metrics has a NULL name.
+std::vector<StoredReport> SqliteStorage::ReadReports(SQLite::Statement& s) {
+  std::vector<StoredReport> out;
+  while (s.executeStep()) {
+    int64_t seq = s.getColumn(0).getInt64();
+    if (out.empty() || out.back().seq != seq) {
+      StoredReport& r = out.emplace_back();
+      r.seq = seq;
+      r.trial_id = s.getColumn(1).getInt64();
+      r.attempt = s.getColumn(2).getInt();
+      r.report.step = s.getColumn(3).getInt64();
+      r.report.time = s.getColumn(4).getDouble();
+    }
+    if (!s.getColumn(5).isNull()) {
+      out.back().report.values[s.getColumn(5).getString()] = DoubleOrNan(s.getColumn(6));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<StoredReport>> SqliteStorage::ListReports(ExperimentId e) {
+  std::vector<StoredReport> out;
+  Status st = Transact(false, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    StmtScope s(Stmt(
+        "SELECT r.id, r.trial_id, r.attempt, r.step, r.time, m.name, m.value "
+        "FROM trials t JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
+        "LEFT JOIN metrics m ON m.report_id = r.id "
+        "WHERE t.experiment_id = ? ORDER BY r.id, m.name"));
+    s->bind(1, static_cast<int64_t>(e));
+    out = ReadReports(*s);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<StoredReport>> SqliteStorage::ListTrialReports(TrialId t) {
+  std::vector<StoredReport> out;
+  Status st = Transact(false, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    (void)row;
+    StmtScope s(Stmt(
+        "SELECT r.id, r.trial_id, r.attempt, r.step, r.time, m.name, m.value "
+        "FROM reports r LEFT JOIN metrics m ON m.report_id = r.id "
+        "WHERE r.trial_id = ? ORDER BY r.id, m.name"));
+    s->bind(1, static_cast<int64_t>(t));
+    out = ReadReports(*s);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
+                                                   bool create_if_missing) {
+  std::error_code ec;
+  if (!create_if_missing && !std::filesystem::exists(path, ec)) {
+    return Status::NotFound(path + ": no such database file");
+  }
+  try {
+    int flags = SQLite::OPEN_READWRITE | (create_if_missing ? SQLite::OPEN_CREATE : 0);
+    auto db = std::make_unique<SQLite::Database>(path, flags, kBusyTimeoutMs);
+    // journal_mode is persistent in the file; the others are per connection.
+    db->exec("PRAGMA journal_mode = WAL");
+    db->exec("PRAGMA synchronous = NORMAL");
+    db->exec("PRAGMA foreign_keys = ON");
+    TUNE_RETURN_IF_ERROR(internal::EnsureSchema(*db, path));
+    return std::unique_ptr<Storage>(new SqliteStorage(std::move(db), path));
+  } catch (const SQLite::Exception& e) {
+    if (e.getErrorCode() == SQLITE_NOTADB) {
+      return Status::FailedPrecondition(path + ": is not an SQLite database");
+    }
+    if (e.getErrorCode() == SQLITE_CANTOPEN) {
+      return Status::NotFound(path + ": cannot open the database file: " + e.what());
+    }
+    if (e.getErrorCode() == SQLITE_BUSY) {
+      return Status::Unavailable(path + ": the database stayed locked: " + e.what());
+    }
+    return Status::Internal(path + ": cannot open the database: " + e.what());
+  }
+}
+
+}  // namespace tune
