@@ -10,6 +10,11 @@
 // offsets as the TPE benchmark's), and tau grows as lr shrinks, so small
 // learning rates converge late. Only RANK 0 prints metrics (SPEC section 3);
 // other ranks just sleep through the same steps.
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +25,29 @@
 #include <thread>
 
 namespace {
+
+// Monotonic time of the last metric line, for the SIGTERM latency note.
+std::atomic<int64_t> g_last_report_ns{0};
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// On SIGTERM: say how long after the last report the stop arrived (stderr,
+// so it lands in the rank log without being a metric line), then exit.
+void OnTerm(int) {
+  char buf[128];
+  int64_t us = (MonotonicNs() - g_last_report_ns.load()) / 1000;
+  int n = snprintf(buf, sizeof buf, "synthetic_trial: SIGTERM %lld us after the last report\n",
+                   static_cast<long long>(us));
+  if (n > 0) {
+    ssize_t w = write(STDERR_FILENO, buf, static_cast<size_t>(n));
+    (void)w;
+  }
+  _exit(143);
+}
 
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr, "synthetic_trial: %s\n", msg);
@@ -73,6 +101,7 @@ int main(int argc, char** argv) {
   std::normal_distribution<double> noise(0.0, 0.01);
 
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  signal(SIGTERM, OnTerm);
   if (rank == 0) std::printf("synthetic_trial: learning rate %g, rank %ld, dropout %g, optimizer %s\n",
                              lr, lora_r, dropout, optimizer.c_str());
   for (long t = 1; t <= steps; ++t) {
@@ -87,6 +116,7 @@ int main(int argc, char** argv) {
     if (rank != 0) continue;
     if (json) std::printf("{\"step\": %ld, \"train_loss\": %.6f, \"eval_loss\": %.6f}\n", t, train, eval);
     else std::printf("step=%ld train_loss=%.6f eval_loss=%.6f\n", t, train, eval);
+    g_last_report_ns = MonotonicNs();
   }
   return static_cast<int>(exit_code);
 }

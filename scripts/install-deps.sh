@@ -14,7 +14,7 @@ done
 pkgs=(
   build-essential cmake pkg-config git python3
   libboost-dev libboost-filesystem-dev nlohmann-json3-dev libeigen3-dev
-  libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2
+  libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2 bc time
 )
 if [ "$want_torch" = 1 ]; then
   # libtorch (CPU) with Gloo; the OpenMP OpenBLAS (the pthread build fights

@@ -1,0 +1,229 @@
+// End to end: the real `tune` binary runs real experiments of real trial
+// processes (synthetic_trial), and its results are read back through the
+// query commands and plain SQL.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kBin = TUNE_BIN_DIR;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/tune_e2e_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+struct Output {
+  int code = -1;
+  std::string out;
+};
+
+// Runs a shell command line, capturing stdout (stderr goes to a file whose
+// text is appended to `out` after a marker, for failure messages).
+Output Sh(const std::string& cmd) {
+  Output o;
+  std::string full = cmd + " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.out.append(buf, n);
+  int st = pclose(p);
+  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return o;
+}
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+json SyntheticSpec(const std::string& name, int max_trials, int concurrent, int steps, int sleep_ms) {
+  json spec = {
+      {"name", name},
+      {"objective", {{"metric", "eval_loss"}, {"mode", "min"}}},
+      {"parameters",
+       {{"lr", {{"type", "loguniform"}, {"low", 1e-5}, {"high", 1e-1}}},
+        {"lora_r", {{"type", "choice"}, {"values", {4, 8, 16, 32}}}},
+        {"dropout", {{"type", "uniform"}, {"low", 0.0}, {"high", 0.4}}}}},
+      {"search", {{"algorithm", "random"}, {"seed", 11}}},
+      {"limits", {{"max_trials", max_trials}, {"max_concurrent_trials", concurrent}}},
+      {"trial",
+       {{"command",
+         {kBin + "/synthetic_trial", "--lr", "${lr}", "--lora-r", "${lora_r}", "--dropout", "${dropout}", "--steps",
+          std::to_string(steps), "--report-every", "5", "--sleep-ms", std::to_string(sleep_ms)}},
+        {"workers", 1},
+        {"timeout_s", 120}}},
+  };
+  return spec;
+}
+
+fs::path Write(const fs::path& dir, const json& spec) {
+  fs::path p = dir / (spec["name"].get<std::string>() + ".json");
+  std::ofstream(p) << spec.dump(2);
+  return p;
+}
+
+std::string Tune(const std::string& args) { return Quote(kBin + "/tune") + " " + args; }
+
+// Number of live processes whose command line contains `needle`.
+int CountProcesses(const std::string& needle) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string pid = e.path().filename();
+    if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
+    std::ifstream f(e.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::ifstream s(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+    auto close = stat.rfind(')');
+    bool zombie = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+    if (!zombie && cmd.find(needle) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST_CASE("tune run runs concurrent real trials; tune best reproduces the best one", "[e2e]") {
+  TempDir dir;
+  json spec = SyntheticSpec("e2e-basic", 8, 3, 30, 2);
+  fs::path spec_path = Write(dir.path, spec);
+  std::string db = (dir.path / "r.db").string();
+
+  Output run = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db) + " --quiet"));
+  INFO(run.out);
+  REQUIRE(run.code == 0);
+  CHECK(run.out.find("max_trials reached") != std::string::npos);
+
+  Output trials = Sh(Tune("trials --db " + Quote(db) + " --experiment e2e-basic --format json"));
+  INFO(trials.out);
+  REQUIRE(trials.code == 0);
+  json rows = json::parse(trials.out);
+  REQUIRE(rows.size() == 8);
+  for (const auto& r : rows) CHECK(r["state"] == "completed");
+
+  // Every trial kept its log, and rank 0's metric lines are in the database.
+  for (int i = 0; i < 8; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "trial_%04d", i);
+    CHECK(fs::exists(dir.path / "tune_runs" / "e2e-basic" / name / "rank_0.log"));
+  }
+  Output curve = Sh("sqlite3 " + Quote(db) + " \"SELECT count(*) FROM metrics WHERE name = 'eval_loss'\"");
+  if (curve.code == 0) CHECK(std::stoi(curve.out) == 8 * 6);
+
+  Output best = Sh(Tune("best --db " + Quote(db) + " --experiment e2e-basic --format json"));
+  INFO(best.out);
+  REQUIRE(best.code == 0);
+  json b = json::parse(best.out);
+  double best_value = b["value"].get<double>();
+  for (const auto& r : rows) {
+    if (r["value"].is_number()) CHECK(best_value <= r["value"].get<double>());
+  }
+  // The params, substituted into the command, reproduce the best trial.
+  const json& p = b["params"];
+  CHECK(p["lora_r"].is_number_integer());
+  std::ostringstream cmd;
+  cmd << Quote(kBin + "/synthetic_trial") << " --lr " << p["lr"].dump() << " --lora-r " << p["lora_r"].dump()
+      << " --dropout " << p["dropout"].dump() << " --steps 30 --report-every 5";
+  Output again = Sh(cmd.str());
+  REQUIRE(again.code == 0);
+  auto pos = again.out.rfind("eval_loss=");
+  REQUIRE(pos != std::string::npos);
+  CHECK(std::stod(again.out.substr(pos + 10)) == Approx(best_value).epsilon(1e-5));
+
+  Output status = Sh(Tune("status --db " + Quote(db)));
+  CHECK(status.code == 0);
+  CHECK(status.out.find("e2e-basic") != std::string::npos);
+}
+
+TEST_CASE("tune run rejects bad input with exit 2 and no database", "[e2e]") {
+  TempDir dir;
+  json spec = SyntheticSpec("e2e-bad", 2, 1, 5, 0);
+  spec["parameters"]["lr"]["low"] = 0.5;  // above high
+  fs::path spec_path = Write(dir.path, spec);
+  std::string db = (dir.path / "bad.db").string();
+  Output run = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db)));
+  CHECK(run.code == 2);
+  CHECK(run.out.find("parameters.lr.low") != std::string::npos);
+  CHECK(!fs::exists(db));
+
+  Output missing = Sh(Tune("run " + Quote((dir.path / "nope.json").string())));
+  CHECK(missing.code == 2);
+  CHECK(missing.out.find("nope.json") != std::string::npos);
+
+  Output usage = Sh(Tune("frobnicate"));
+  CHECK(usage.code == 2);
+  Output no_db = Sh(Tune("best --db " + Quote((dir.path / "none.db").string())));
+  CHECK(no_db.code != 0);
+  CHECK(!fs::exists(dir.path / "none.db"));
+}
+
+TEST_CASE("a SIGKILLed tuner leaves no trial process, and --resume finishes the experiment", "[e2e]") {
+  TempDir dir;
+  // Slow trials (about 1 s each), a unique marker in their command lines.
+  json spec = SyntheticSpec("e2e-kill", 6, 2, 40, 25);
+  std::string marker = "--seed";
+  spec["trial"]["command"].push_back("--seed");
+  spec["trial"]["command"].push_back("424242");
+  fs::path spec_path = Write(dir.path, spec);
+  std::string db = (dir.path / "k.db").string();
+
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open((dir.path / "first.log").c_str(), O_WRONLY | O_CREAT, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl((kBin + "/tune").c_str(), "tune", "run", spec_path.c_str(), "--db", db.c_str(), "--quiet", nullptr);
+    _exit(127);
+  }
+  // Wait until at least two trials finished, then kill the tuner outright.
+  bool two_done = false;
+  for (int i = 0; i < 300 && !two_done; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Output c = Sh("sqlite3 " + Quote(db) + " \"SELECT count(*) FROM trials WHERE state = 'completed'\"");
+    two_done = c.code == 0 && !c.out.empty() && std::isdigit(static_cast<unsigned char>(c.out[0])) && std::stoi(c.out) >= 2;
+  }
+  REQUIRE(two_done);
+  REQUIRE(CountProcesses("424242") > 0);
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  // Trial processes die with the tuner.
+  int left = -1;
+  for (int i = 0; i < 50 && left != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = CountProcesses("424242");
+  }
+  CHECK(left == 0);
+
+  Output done_before = Sh("sqlite3 " + Quote(db) + " \"SELECT number FROM trials WHERE state = 'completed' ORDER BY number\"");
+  Output resume = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db) + " --resume --quiet"));
+  INFO(resume.out);
+  REQUIRE(resume.code == 0);
+  Output trials = Sh(Tune("trials --db " + Quote(db) + " --experiment e2e-kill --format json"));
+  json rows = json::parse(trials.out);
+  REQUIRE(rows.size() == 6);
+  for (const auto& r : rows) CHECK(r["state"] == "completed");
+  // Trials finished before the kill were not run again.
+  std::istringstream numbers(done_before.out);
+  int n;
+  while (numbers >> n) CHECK(resume.out.find("trial " + std::to_string(n) + " started") == std::string::npos);
+}
+
+}  // namespace
