@@ -1,0 +1,117 @@
+// AshaScheduler: asynchronous successive halving (Li et al., "A System for
+// Massively Parallel Hyperparameter Tuning", MLSys 2020), deciding exactly as
+// Ray Tune's AsyncHyperBandScheduler.
+//
+// Bracket s has rungs at milestones grace_period * reduction_factor^(k+s),
+// k = 0 .. int(log(max_t/grace_period)/log(reduction_factor) - s + 1) - 1.
+// A report at time t is checked at the highest milestone <= t at which the
+// trial has no recorded reward yet (so a trial reporting every 7 steps fills
+// rung 1 late, at t=21, as Ray does); it is stopped if its reward
+// (sign-flipped for min mode, so larger is better) is below
+// np.nanpercentile(recorded rewards at that rung, (1 - 1/rf) * 100); an empty
+// rung passes. The reward is recorded either way. A report at t >= max_t
+// stops the trial (stop_last_trials). OnTrialComplete re-feeds the trial's
+// last report, as Ray's on_trial_complete does with trial.last_result.
+//
+// Decisions:
+//   kStop with `rung`:    pruned at that milestone (below the cutoff).
+//   kStop without `rung`: the trial reached max_t; it used its whole budget
+//                         and should be recorded as completed, not pruned.
+//
+// Differs from Ray only where Ray is not deterministic: a new trial's bracket
+// is drawn with Ray's softmax probabilities (exp(rungs_s - max rungs),
+// normalized) but from a hash of (seed, trial.number) instead of NumPy's
+// global RNG, so it does not depend on the order of OnTrialAdd calls.
+//
+// Replay: the state is a function of the event sequence; replaying the same
+// events gives the same decisions. Reports of a trial after it was stopped
+// are ignored (Ray drops results that arrive after a STOP).
+//
+// Not thread-safe (see Scheduler).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "schedulers/scheduler.h"
+#include "tuner/core/status.h"
+
+namespace tune {
+
+struct AshaOptions {
+  std::string time_attr = "step";  // only used in messages; the tuner resolves it
+  int64_t max_t = 100;
+  int64_t grace_period = 1;
+  double reduction_factor = 4;
+  int brackets = 1;
+  bool maximize = false;
+  uint64_t seed = 0;
+  // Ray's stop_last_trials: stop trials at max_t. If false, a trial at or
+  // past max_t goes on and a trial already recorded at a passed milestone
+  // continues without a new check.
+  bool stop_last_trials = true;
+  // Test hook: returns the bracket index for a new trial instead of the
+  // seeded draw (golden tests inject the brackets NumPy chose in Ray).
+  std::function<int(const Trial&)> choose_bracket;
+};
+
+// InvalidArgument naming the field for options Ray rejects with an assert
+// (max_t > 0, grace_period in (0, max_t], reduction_factor > 1, brackets > 0).
+Status ValidateAshaOptions(const AshaOptions& options);
+
+class AshaScheduler : public Scheduler {
+ public:
+  // `options` must be valid (ValidateAshaOptions); invalid ones abort.
+  explicit AshaScheduler(AshaOptions options);
+
+  void OnTrialAdd(const Trial& trial) override;
+  Decision OnTrialResult(const Trial& trial, int64_t step, double objective) override;
+  void OnTrialComplete(const Trial& trial) override;
+
+  // Introspection, for tests, logs and `tune status`.
+  int num_brackets() const { return static_cast<int>(brackets_.size()); }
+  // Milestones of bracket `s`, ascending.
+  std::vector<double> Milestones(int s) const;
+  // The softmax probabilities with which a new trial joins each bracket.
+  std::vector<double> BracketProbabilities() const;
+  // Bracket of a trial added before, or nullopt.
+  std::optional<int> BracketOf(TrialId id) const;
+  // Current cutoff (sign-flipped reward space) of bracket `s` at `milestone`,
+  // nullopt for an empty rung.
+  std::optional<double> Cutoff(int s, double milestone) const;
+
+ private:
+  struct Rung {
+    double milestone;
+    std::map<TrialId, double> recorded;  // sign-flipped rewards
+  };
+  struct Bracket {
+    std::vector<Rung> rungs;  // descending milestones, as Ray keeps them
+  };
+  struct TrialInfo {
+    int bracket = 0;
+    bool stopped = false;    // later reports are ignored
+    bool completed = false;  // OnTrialComplete seen
+    std::optional<int64_t> stopped_rung;
+    std::optional<std::pair<int64_t, double>> last_report;  // step, raw objective
+  };
+
+  int DrawBracket(const Trial& trial) const;
+  TrialInfo& InfoFor(const Trial& trial);
+  // Ray's _Bracket.on_result; fills `decision` on a stop.
+  bool BracketOnResult(Bracket& bracket, TrialId id, int64_t step, double reward,
+                       Decision* decision) const;
+  double CutoffOf(const Rung& rung) const;
+
+  AshaOptions options_;
+  double sign_;  // +1 for max, -1 for min (Ray's metric_op)
+  std::vector<Bracket> brackets_;
+  std::map<TrialId, TrialInfo> trials_;
+};
+
+}  // namespace tune
