@@ -439,8 +439,8 @@ Status SqliteStorage::RetryTrial(TrialId t, const std::string& message) {
                                         "; only a running trial can be retried");
     }
     StmtScope s(Stmt(
-        "UPDATE trials SET state = 'pending', attempt = attempt + 1, message = ?, "
-        "value = NULL, last_step = NULL WHERE id = ?"));
+        "UPDATE trials SET state = 'pending', message = ?, value = NULL, last_step = NULL "
+        "WHERE id = ?"));
     s->bind(1, message);
     s->bind(2, static_cast<int64_t>(t));
     s->exec();
@@ -486,7 +486,8 @@ Status SqliteStorage::FillIntermediate(ExperimentId e, std::vector<Trial*>& tria
   StmtScope s(Stmt(
       "SELECT r.trial_id, r.step, r.objective FROM trials t "
       "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
-      "WHERE t.experiment_id = ? AND r.objective IS NOT NULL ORDER BY r.id"));
+      "WHERE t.experiment_id = ? AND t.state <> 'pending' AND r.objective IS NOT NULL "
+      "ORDER BY r.id"));
   s->bind(1, static_cast<int64_t>(e));
   while (s->executeStep()) {
     auto it = by_id.find(s->getColumn(0).getInt64());
@@ -591,7 +592,7 @@ Result<std::vector<StoredReport>> SqliteStorage::ListReports(ExperimentId e) {
         "SELECT r.id, r.trial_id, r.attempt, r.step, r.time, m.name, m.value "
         "FROM trials t JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
         "LEFT JOIN metrics m ON m.report_id = r.id "
-        "WHERE t.experiment_id = ? ORDER BY r.id, m.name"));
+        "WHERE t.experiment_id = ? AND t.state <> 'pending' ORDER BY r.id, m.name"));
     s->bind(1, static_cast<int64_t>(e));
     out = ReadReports(*s);
     return Status::Ok();

@@ -68,14 +68,18 @@ class Storage {
 
   // A new pending trial with the next free number of the experiment.
   virtual Result<Trial> CreateTrial(ExperimentId e, const ParamMap& params) = 0;
-  // pending (or failed-and-retried) -> running, attempt `attempt`.
+  // pending (or failed-and-retried) -> running, attempt `attempt`. The caller
+  // numbers attempts (0 first, previous + 1 after RetryTrial); an attempt
+  // below the stored one is FailedPrecondition.
   virtual Status StartTrial(TrialId t, int attempt, const std::string& location) = 0;
   // Records every value of `report`; `objective` is the objective metric's
   // value if the report carried it (it then joins Trial::intermediate).
   virtual Status AppendReport(TrialId t, int attempt, const MetricReport& report,
                               std::optional<double> objective) = 0;
   // A failed attempt that will be retried: running -> pending, the attempt's
-  // reports kept but no longer part of Trial::intermediate.
+  // reports kept but no longer part of Trial::intermediate (nor ListReports);
+  // value and last_step cleared. Trial::attempt stays the failed attempt's
+  // number until the next StartTrial.
   virtual Status RetryTrial(TrialId t, const std::string& message) = 0;
   // Terminal transition. `value` is the trial's objective (scope applied).
   virtual Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,

@@ -1,0 +1,355 @@
+#include "tuner/report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tune {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Objective {
+  std::string metric = "loss";
+  Mode mode = Mode::kMin;
+};
+
+const char* ModeName(Mode m) { return m == Mode::kMin ? "min" : "max"; }
+
+// The objective as stored with the experiment. A spec that does not parse
+// (written by hand, or by a future version) falls back to the defaults.
+Objective ObjectiveOf(const ExperimentRecord& e, std::optional<Mode> override_mode) {
+  Objective o;
+  try {
+    Json spec = Json::parse(e.spec_json);
+    if (spec.is_object() && spec.contains("objective") && spec["objective"].is_object()) {
+      const Json& obj = spec["objective"];
+      if (obj.contains("metric") && obj["metric"].is_string()) o.metric = obj["metric"];
+      if (obj.contains("mode") && obj["mode"] == "max") o.mode = Mode::kMax;
+    }
+  } catch (const Json::exception&) {
+  }
+  if (override_mode) o.mode = *override_mode;
+  return o;
+}
+
+double Now() {
+  using namespace std::chrono;
+  return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
+}
+
+Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& name) {
+  if (!name.empty()) return storage.FindExperiment(name);
+  TUNE_ASSIGN_OR_RETURN(std::vector<ExperimentRecord> all, storage.ListExperiments());
+  if (all.empty()) {
+    return Status::NotFound(
+        "the database has no experiments yet; run 'tune run EXPERIMENT.json' first");
+  }
+  // ListExperiments is in creation order: the last one is the newest.
+  return all.back();
+}
+
+bool HasValue(const Trial& t) { return t.value.has_value() && !std::isnan(*t.value); }
+
+// The best completed trial, or nullptr.
+const TrialRecord* BestOf(const std::vector<TrialRecord>& records, Mode mode) {
+  const TrialRecord* best = nullptr;
+  for (const TrialRecord& r : records) {
+    if (r.trial.state != TrialState::kCompleted || !HasValue(r.trial)) continue;
+    if (best == nullptr) {
+      best = &r;
+      continue;
+    }
+    double v = *r.trial.value, b = *best->trial.value;
+    if (mode == Mode::kMin ? v < b : v > b) best = &r;
+  }
+  return best;
+}
+
+Json ParamsJson(const ParamMap& params) {
+  Json out = Json::object();
+  for (const auto& [name, value] : params) {
+    std::visit([&, n = name](const auto& v) { out[n] = v; }, value);
+  }
+  return out;
+}
+
+Json OptJson(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v)) return nullptr;
+  return *v;
+}
+Json OptJson(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+
+// Full precision (shortest round-trip) for csv and the best trial; empty
+// for a missing value.
+std::string Exact(const std::optional<double>& v) {
+  return v ? ParamToString(ParamValue(*v)) : "";
+}
+std::string Exact(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : ""; }
+
+// Six significant digits for tables; "-" for a missing value.
+std::string Short(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", *v);
+  return buf;
+}
+std::string Short(const ParamValue& v) {
+  if (auto* d = std::get_if<double>(&v)) return Short(std::optional<double>(*d));
+  return ParamToString(v);
+}
+
+int Attempts(const TrialRecord& r) { return r.started_at ? r.trial.attempt + 1 : 0; }
+
+std::optional<double> Duration(const TrialRecord& r, double now) {
+  if (!r.started_at) return std::nullopt;
+  if (r.ended_at) return *r.ended_at - *r.started_at;
+  if (r.trial.state == TrialState::kRunning) return now - *r.started_at;
+  return std::nullopt;
+}
+
+// Columns padded to their widest cell, separated by two spaces.
+void PrintTable(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+std::vector<std::string> ParamNames(const std::vector<TrialRecord>& records) {
+  std::vector<std::string> names;
+  for (const TrialRecord& r : records) {
+    for (const auto& [name, v] : r.trial.params) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+}  // namespace
+
+std::string FormatDuration(double seconds) {
+  char buf[32];
+  if (seconds < 0) seconds = 0;
+  if (seconds < 60) {
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  } else if (seconds < 3600) {
+    int s = static_cast<int>(seconds);
+    std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
+  } else if (seconds < 86400) {
+    int m = static_cast<int>(seconds / 60);
+    std::snprintf(buf, sizeof buf, "%dh%02dm", m / 60, m % 60);
+  } else {
+    int h = static_cast<int>(seconds / 3600);
+    std::snprintf(buf, sizeof buf, "%dd%02dh", h / 24, h % 24);
+  }
+  return buf;
+}
+
+std::string CsvRecord(const std::vector<std::string>& fields) {
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) out += ',';
+    const std::string& f = fields[i];
+    if (f.find_first_of(",\"\r\n") == std::string::npos) {
+      out += f;
+      continue;
+    }
+    out += '"';
+    for (char c : f) {
+      if (c == '"') out += '"';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "\r\n";
+}
+
+Status PrintBest(Storage& storage, const std::string& experiment, const std::string& format,
+                 std::ostream& out, std::optional<Mode> mode) {
+  if (format != "table" && format != "json") {
+    return Status::InvalidArgument("unknown format '" + format + "' for best: use table or json");
+  }
+  TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
+  Objective obj = ObjectiveOf(e, mode);
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
+  const TrialRecord* best = BestOf(records, obj.mode);
+  if (best == nullptr) {
+    return Status::NotFound("experiment '" + e.name + "' has no completed trial yet (" +
+                            std::to_string(records.size()) + " trials so far)");
+  }
+  const Trial& t = best->trial;
+  if (format == "json") {
+    Json j;
+    j["experiment"] = e.name;
+    j["trial_id"] = t.id;
+    j["number"] = t.number;
+    j["value"] = *t.value;
+    j["metric"] = obj.metric;
+    j["mode"] = ModeName(obj.mode);
+    j["params"] = ParamsJson(t.params);
+    out << j.dump(2) << "\n";
+    return Status::Ok();
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"experiment", e.name},
+      {"trial", std::to_string(t.number) + " (id " + std::to_string(t.id) + ")"},
+      {obj.metric, Exact(t.value) + " (" + ModeName(obj.mode) + ")"},
+  };
+  if (best->last_step) rows.push_back({"step", std::to_string(*best->last_step)});
+  if (!t.params.empty()) rows.push_back({"params"});
+  for (const auto& [name, value] : t.params) {
+    rows.push_back({"  " + name, ParamToString(value)});
+  }
+  std::ostringstream text;
+  PrintTable(rows, text);
+  out << text.str();
+  return Status::Ok();
+}
+
+Status PrintTrials(Storage& storage, const std::string& experiment,
+                   std::optional<TrialState> state, const std::string& format, std::ostream& out) {
+  if (format != "table" && format != "csv" && format != "json") {
+    return Status::InvalidArgument("unknown format '" + format +
+                                   "' for trials: use table, csv or json");
+  }
+  TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
+  Objective obj = ObjectiveOf(e, std::nullopt);
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> all, storage.ListTrialRecords(e.id));
+  std::vector<TrialRecord> records;
+  for (TrialRecord& r : all) {
+    if (!state || r.trial.state == *state) records.push_back(std::move(r));
+  }
+  const std::vector<std::string> names = ParamNames(records);
+  const double now = Now();
+  std::ostringstream text;
+
+  if (format == "json") {
+    Json arr = Json::array();
+    for (const TrialRecord& r : records) {
+      Json j;
+      j["number"] = r.trial.number;
+      j["trial_id"] = r.trial.id;
+      j["state"] = TrialStateName(r.trial.state);
+      j["value"] = OptJson(r.trial.value);
+      j["last_step"] = OptJson(r.last_step);
+      j["pruned_rung"] = OptJson(r.pruned_rung);
+      j["attempts"] = Attempts(r);
+      j["duration_s"] = OptJson(Duration(r, now));
+      j["started_at"] = OptJson(r.started_at);
+      j["ended_at"] = OptJson(r.ended_at);
+      j["location"] = r.location;
+      j["message"] = r.message;
+      j["params"] = ParamsJson(r.trial.params);
+      arr.push_back(std::move(j));
+    }
+    text << arr.dump(2) << "\n";
+  } else if (format == "csv") {
+    std::vector<std::string> header = {"number",    "trial_id",   "state",      "value",
+                                       "last_step", "pruned_rung", "attempts",  "duration_s",
+                                       "started_at", "ended_at",  "location",   "message"};
+    for (const std::string& n : names) header.push_back("params_" + n);
+    text << CsvRecord(header);
+    for (const TrialRecord& r : records) {
+      std::vector<std::string> f = {std::to_string(r.trial.number),
+                                    std::to_string(r.trial.id),
+                                    TrialStateName(r.trial.state),
+                                    Exact(r.trial.value),
+                                    Exact(r.last_step),
+                                    Exact(r.pruned_rung),
+                                    std::to_string(Attempts(r)),
+                                    Exact(Duration(r, now)),
+                                    Exact(r.started_at),
+                                    Exact(r.ended_at),
+                                    r.location,
+                                    r.message};
+      for (const std::string& n : names) {
+        auto it = r.trial.params.find(n);
+        f.push_back(it == r.trial.params.end() ? "" : ParamToString(it->second));
+      }
+      text << CsvRecord(f);
+    }
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header = {"#", "state", obj.metric, "step", "rung", "attempts",
+                                       "duration"};
+    header.insert(header.end(), names.begin(), names.end());
+    rows.push_back(header);
+    for (const TrialRecord& r : records) {
+      auto d = Duration(r, now);
+      std::vector<std::string> row = {std::to_string(r.trial.number),
+                                      TrialStateName(r.trial.state),
+                                      Short(r.trial.value),
+                                      r.last_step ? std::to_string(*r.last_step) : "-",
+                                      r.pruned_rung ? std::to_string(*r.pruned_rung) : "-",
+                                      std::to_string(Attempts(r)),
+                                      d ? FormatDuration(*d) : "-"};
+      for (const std::string& n : names) {
+        auto it = r.trial.params.find(n);
+        row.push_back(it == r.trial.params.end() ? "-" : Short(it->second));
+      }
+      rows.push_back(std::move(row));
+    }
+    if (records.empty()) {
+      text << "experiment '" << e.name << "' has no "
+           << (state ? std::string(TrialStateName(*state)) + " " : std::string()) << "trials\n";
+    } else {
+      PrintTable(rows, text);
+    }
+  }
+  out << text.str();
+  return Status::Ok();
+}
+
+Status PrintStatus(Storage& storage, std::ostream& out) {
+  TUNE_ASSIGN_OR_RETURN(std::vector<ExperimentRecord> experiments, storage.ListExperiments());
+  if (experiments.empty()) {
+    out << "no experiments yet\n";
+    return Status::Ok();
+  }
+  const TrialState kStates[] = {TrialState::kPending, TrialState::kRunning,
+                                TrialState::kCompleted, TrialState::kPruned,
+                                TrialState::kFailed, TrialState::kStopped};
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"experiment", "state", "trials"};
+  for (TrialState s : kStates) header.push_back(TrialStateName(s));
+  header.insert(header.end(), {"best", "metric", "elapsed"});
+  rows.push_back(header);
+  const double now = Now();
+  for (const ExperimentRecord& e : experiments) {
+    Objective obj = ObjectiveOf(e, std::nullopt);
+    TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
+    std::vector<std::string> row = {e.name, ExperimentStateName(e.state),
+                                    std::to_string(records.size())};
+    for (TrialState s : kStates) {
+      auto n = std::count_if(records.begin(), records.end(),
+                             [s](const TrialRecord& r) { return r.trial.state == s; });
+      row.push_back(std::to_string(n));
+    }
+    const TrialRecord* best = BestOf(records, obj.mode);
+    row.push_back(best ? Short(best->trial.value) + " (#" + std::to_string(best->trial.number) + ")"
+                       : "-");
+    row.push_back(obj.metric + " " + ModeName(obj.mode));
+    row.push_back(FormatDuration(e.ended_at.value_or(now) - e.created_at));
+    rows.push_back(std::move(row));
+  }
+  std::ostringstream text;
+  PrintTable(rows, text);
+  out << text.str();
+  return Status::Ok();
+}
+
+}  // namespace tune

@@ -1,0 +1,54 @@
+// Report: what the query commands `tune best`, `tune trials` and
+// `tune status` print (SPEC sections 1 and 4).
+//
+// Each function reads the database through `storage` (one snapshot per
+// Storage call; safe while `tune run` writes), writes to `out` and returns
+// Status: NotFound when the experiment, or for PrintBest a completed trial,
+// does not exist; InvalidArgument for an unknown format; storage errors as
+// they come. Nothing is written to `out` unless the call succeeds.
+// `experiment` names an experiment; empty means the most recently created
+// one. The objective (metric and mode) is read from the experiment's stored
+// spec_json (`objective.metric`, default "loss"; `objective.mode`, default
+// "min").
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tuner/core/status.h"
+#include "tuner/core/trial.h"
+#include "tuner/experiment_spec.h"
+#include "tuner/storage/storage.h"
+
+namespace tune {
+
+// The best completed trial (pruned, failed and stopped trials are not
+// candidates; ties go to the lower number). `format` "table" (for humans) or
+// "json": {"experiment", "trial_id", "number", "value", "metric", "mode",
+// "params"}, where params keep their exact types (integers without a point,
+// floats with one) so they can be fed back as a fixed config. `mode`
+// overrides the stored objective mode.
+Status PrintBest(Storage& storage, const std::string& experiment, const std::string& format,
+                 std::ostream& out, std::optional<Mode> mode = std::nullopt);
+
+// One row per trial, ordered by number, optionally only trials in `state`:
+// number, state, value, last step, pruned rung, attempts, duration and every
+// parameter. `format` "table" (aligned), "csv" (RFC 4180, a header row,
+// parameters as params_<name> columns) or "json" (an array of objects).
+Status PrintTrials(Storage& storage, const std::string& experiment,
+                   std::optional<TrialState> state, const std::string& format, std::ostream& out);
+
+// A table of every experiment in creation order: name, state, trial counts
+// per state, best value so far (completed trials) and elapsed time.
+Status PrintStatus(Storage& storage, std::ostream& out);
+
+// "42.0s", "3m05s", "2h07m", "1d03h": for tables.
+std::string FormatDuration(double seconds);
+
+// The fields of one CSV record, RFC 4180 quoted, joined by commas, ended by
+// CRLF.
+std::string CsvRecord(const std::vector<std::string>& fields);
+
+}  // namespace tune
