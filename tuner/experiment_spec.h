@@ -112,5 +112,9 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
 // Reads the file, then ParseExperimentSpec. A missing file is InvalidArgument
 // naming the path.
 Result<ExperimentSpec> LoadExperimentSpec(const std::string& path);
+// Applies `tune run --backend TYPE` to a parsed spec and checks what that
+// backend needs (e.g. backend.image for kubernetes), with the same
+// one-sentence InvalidArgument errors. On error *spec is unchanged.
+Status OverrideBackend(ExperimentSpec* spec, const std::string& type);
 
 }  // namespace tune

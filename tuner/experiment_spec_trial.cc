@@ -1,0 +1,342 @@
+// experiment.json `trial` and `backend` (local and Kubernetes options).
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "tuner/experiment_spec_reader.h"
+
+namespace tune {
+namespace spec_internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Placeholders usable in trial.command besides the parameter names.
+const std::vector<std::string> kBuiltinPlaceholders = {"trial_id", "experiment", "trial_dir"};
+// Variables the tuner sets for every worker (SPEC section 3); TUNE_* too.
+const std::vector<std::string> kTunerEnv = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                            "MASTER_ADDR", "MASTER_PORT"};
+
+bool Matches(const std::string& s, const char* pattern) {
+  return std::regex_match(s, std::regex(pattern));
+}
+
+bool IsEnvName(const std::string& s) { return Matches(s, "[A-Za-z_][A-Za-z0-9_]*"); }
+
+// Kubernetes names (RFC 1123 label and subdomain).
+bool IsDnsLabel(const std::string& s) {
+  return s.size() <= 63 && Matches(s, "[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+}
+bool IsDnsSubdomain(const std::string& s) {
+  return s.size() <= 253 &&
+         Matches(s, "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+}
+// A label value, or the name part of a label/annotation key.
+bool IsLabelValue(const std::string& s) {
+  return s.size() <= 63 && (s.empty() || Matches(s, "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"));
+}
+// [prefix/]name, the form of label and annotation keys.
+bool IsQualifiedName(const std::string& key) {
+  auto slash = key.find('/');
+  std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
+  if (slash != std::string::npos && !IsDnsSubdomain(key.substr(0, slash))) return false;
+  return !name.empty() && IsLabelValue(name);
+}
+// A Kubernetes resource quantity such as 4Gi, 500M or 1.5.
+bool IsQuantity(const std::string& s) {
+  return Matches(s, "([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?");
+}
+
+Status CheckPlaceholders(const Reader& r, const std::string& path, const std::string& arg,
+                         const SearchSpace& params) {
+  size_t pos = 0;
+  while ((pos = arg.find("${", pos)) != std::string::npos) {
+    size_t end = arg.find('}', pos + 2);
+    if (end == std::string::npos) {
+      return r.Fail(path, "every \"${\" closed by \"}\"", Quote(arg));
+    }
+    std::string name = arg.substr(pos + 2, end - pos - 2);
+    bool known = params.count(name) > 0;
+    for (const auto& b : kBuiltinPlaceholders) known = known || name == b;
+    if (!known) {
+      std::string names;
+      for (const auto& [p, d] : params) names += p + ", ";
+      return r.Fail(path,
+                    "${...} to name a parameter (" + names + "or trial_id, experiment, trial_dir)",
+                    Quote("${" + name + "}"));
+    }
+    pos = end + 1;
+  }
+  return Status::Ok();
+}
+
+Status ParseCommand(const ObjectReader& t, const SearchSpace& params, std::vector<std::string>* out) {
+  const Reader& r = t.reader();
+  const std::string path = t.PathOf("command");
+  const std::string what = "a non-empty array of strings (argv, no shell)";
+  const Json* v = t.Find("command");
+  if (!v) return r.Missing(path, what);
+  if (!v->is_array() || v->empty()) return r.FailValue(path, what, *v);
+  std::vector<std::string> argv;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json& item = (*v)[i];
+    if (!item.is_string()) return r.FailValue(IndexPath(path, i), "a string", item);
+    argv.push_back(item.get<std::string>());
+    if (i == 0 && argv[0].empty()) return r.FailValue(IndexPath(path, 0), "a program name", item);
+    TUNE_RETURN_IF_ERROR(CheckPlaceholders(r, IndexPath(path, i), argv.back(), params));
+  }
+  *out = std::move(argv);
+  return Status::Ok();
+}
+
+Status ParseResources(const ObjectReader& t, ResourcesSpec* out) {
+  const Json* v = t.Find("resources_per_worker");
+  if (!v) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(ObjectReader res,
+                        ObjectReader::Make(t.reader(), *v, t.PathOf("resources_per_worker")));
+  TUNE_RETURN_IF_ERROR(res.AllowOnly({"cpu", "gpu", "memory"}));
+  TUNE_RETURN_IF_ERROR(res.Double("cpu", &out->cpu));
+  TUNE_RETURN_IF_ERROR(res.Expect(out->cpu >= 0, "cpu", "a number of CPUs of at least 0"));
+  TUNE_RETURN_IF_ERROR(res.Int("gpu", &out->gpu));
+  TUNE_RETURN_IF_ERROR(res.Expect(out->gpu >= 0, "gpu", "a number of GPUs of at least 0"));
+  TUNE_RETURN_IF_ERROR(res.String("memory", &out->memory));
+  if (res.Has("memory")) {
+    TUNE_RETURN_IF_ERROR(res.Expect(IsQuantity(out->memory), "memory",
+                                    "a Kubernetes quantity such as \"4Gi\" or \"512Mi\""));
+  }
+  return Status::Ok();
+}
+
+Status ParseEnv(const ObjectReader& t, std::map<std::string, std::string>* out) {
+  TUNE_RETURN_IF_ERROR(t.StringMap("env", out));
+  for (const auto& [name, value] : *out) {
+    std::string path = JoinPath(t.PathOf("env"), name);
+    if (!IsEnvName(name)) {
+      return t.reader().Fail(path, "a variable name of letters, digits and '_'", Quote(name));
+    }
+    bool reserved = name.rfind("TUNE_", 0) == 0;
+    for (const auto& e : kTunerEnv) reserved = reserved || name == e;
+    if (reserved) {
+      return t.reader().Fail(path,
+                             "a variable the tuner does not set itself (RANK, WORLD_SIZE, "
+                             "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TUNE_*)",
+                             Quote(name));
+    }
+  }
+  return Status::Ok();
+}
+
+// An array of JSON objects, kept as compact JSON text.
+Status JsonObjectArray(const ObjectReader& b, const std::string& key, std::string* out,
+                       std::vector<const Json*>* items) {
+  const Json* v = b.Find(key);
+  if (!v) return Status::Ok();
+  if (!v->is_array()) return b.reader().FailValue(b.PathOf(key), "an array of objects", *v);
+  for (size_t i = 0; i < v->size(); ++i) {
+    if (!(*v)[i].is_object()) {
+      return b.reader().FailValue(IndexPath(b.PathOf(key), i), "an object", (*v)[i]);
+    }
+    items->push_back(&(*v)[i]);
+  }
+  *out = v->dump();
+  return Status::Ok();
+}
+
+Status ParseVolumes(const ObjectReader& b, KubernetesOptions* k) {
+  const Reader& r = b.reader();
+  std::vector<const Json*> volumes, mounts;
+  TUNE_RETURN_IF_ERROR(JsonObjectArray(b, "volumes", &k->volumes_json, &volumes));
+  TUNE_RETURN_IF_ERROR(JsonObjectArray(b, "volume_mounts", &k->volume_mounts_json, &mounts));
+  std::set<std::string> names;
+  for (size_t i = 0; i < volumes.size(); ++i) {
+    TUNE_ASSIGN_OR_RETURN(ObjectReader vol,
+                          ObjectReader::Make(r, *volumes[i], IndexPath(b.PathOf("volumes"), i)));
+    std::string name;
+    TUNE_RETURN_IF_ERROR(vol.String("name", &name, Need::kRequired));
+    TUNE_RETURN_IF_ERROR(vol.Expect(IsDnsLabel(name), "name", "a volume name (RFC 1123 label)"));
+    TUNE_RETURN_IF_ERROR(vol.Expect(names.insert(name).second, "name", "a name no other volume has"));
+  }
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    TUNE_ASSIGN_OR_RETURN(ObjectReader m,
+                          ObjectReader::Make(r, *mounts[i], IndexPath(b.PathOf("volume_mounts"), i)));
+    std::string name, mount_path;
+    TUNE_RETURN_IF_ERROR(m.String("name", &name, Need::kRequired));
+    TUNE_RETURN_IF_ERROR(m.String("mountPath", &mount_path, Need::kRequired));
+    TUNE_RETURN_IF_ERROR(m.Expect(names.count(name) > 0, "name", "the name of one of backend.volumes"));
+    TUNE_RETURN_IF_ERROR(m.Expect(!mount_path.empty() && mount_path[0] == '/', "mountPath",
+                                  "an absolute path"));
+  }
+  return Status::Ok();
+}
+
+// Labels, node selectors (values must be label values) and annotations.
+Status ParseKeyValues(const ObjectReader& b, const std::string& key, bool label_values,
+                      std::map<std::string, std::string>* out) {
+  TUNE_RETURN_IF_ERROR(b.StringMap(key, out));
+  for (const auto& [k, v] : *out) {
+    std::string path = JoinPath(b.PathOf(key), k);
+    if (!IsQualifiedName(k)) {
+      return b.reader().Fail(path, "a key of the form [prefix/]name (Kubernetes qualified name)",
+                             Quote(k));
+    }
+    if (key == "labels" && k.rfind("tune.io/", 0) == 0) {
+      return b.reader().Fail(path, "a key outside tune.io/ (the tuner sets those labels)", Quote(k));
+    }
+    if (label_values && !IsLabelValue(v)) {
+      return b.reader().Fail(path,
+                             "a label value of at most 63 letters, digits, '-', '_' or '.', "
+                             "starting and ending with a letter or digit",
+                             Quote(v));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseKubernetes(const ObjectReader& b, KubernetesOptions* k) {
+  TUNE_RETURN_IF_ERROR(b.String("namespace", &k->namespace_));
+  TUNE_RETURN_IF_ERROR(b.Expect(IsDnsLabel(k->namespace_), "namespace",
+                                "a namespace name (lowercase letters, digits and '-')"));
+  TUNE_RETURN_IF_ERROR(b.String("image", &k->image));
+  if (b.Has("image")) {
+    TUNE_RETURN_IF_ERROR(b.Expect(Matches(k->image, "[^\\s]+"), "image",
+                                  "a container image reference without spaces"));
+  }
+  TUNE_RETURN_IF_ERROR(
+      b.Enum("image_pull_policy", {"Always", "IfNotPresent", "Never"}, &k->image_pull_policy));
+  TUNE_RETURN_IF_ERROR(b.String("service_account", &k->service_account));
+  if (b.Has("service_account")) {
+    TUNE_RETURN_IF_ERROR(b.Expect(IsDnsSubdomain(k->service_account), "service_account",
+                                  "a ServiceAccount name (RFC 1123 subdomain)"));
+  }
+  TUNE_RETURN_IF_ERROR(ParseKeyValues(b, "node_selector", true, &k->node_selector));
+  TUNE_RETURN_IF_ERROR(ParseKeyValues(b, "labels", true, &k->labels));
+  TUNE_RETURN_IF_ERROR(ParseKeyValues(b, "annotations", false, &k->annotations));
+  std::vector<const Json*> tolerations;
+  TUNE_RETURN_IF_ERROR(JsonObjectArray(b, "tolerations", &k->tolerations_json, &tolerations));
+  TUNE_RETURN_IF_ERROR(ParseVolumes(b, k));
+  if (b.Has("ttl_seconds_after_finished")) {
+    int ttl = 0;
+    TUNE_RETURN_IF_ERROR(b.Int("ttl_seconds_after_finished", &ttl));
+    TUNE_RETURN_IF_ERROR(
+        b.Expect(ttl >= 0, "ttl_seconds_after_finished", "a number of seconds of at least 0"));
+    k->ttl_seconds_after_finished = ttl;
+  }
+  TUNE_RETURN_IF_ERROR(b.Int("backoff_limit", &k->backoff_limit));
+  TUNE_RETURN_IF_ERROR(b.Expect(k->backoff_limit >= 0, "backoff_limit", "an integer of at least 0"));
+  TUNE_RETURN_IF_ERROR(b.Double("pending_timeout_s", &k->pending_timeout_s));
+  TUNE_RETURN_IF_ERROR(
+      b.Expect(k->pending_timeout_s > 0, "pending_timeout_s", "a number of seconds above 0"));
+  TUNE_RETURN_IF_ERROR(b.String("kubeconfig", &k->kubeconfig));
+  if (b.Has("kubeconfig")) {
+    TUNE_RETURN_IF_ERROR(b.Expect(!k->kubeconfig.empty(), "kubeconfig", "a file path"));
+    // As kubectl's --kubeconfig: relative to the current directory, fixed now
+    // so that kubectl may run anywhere.
+    std::error_code ec;
+    auto abs = fs::absolute(k->kubeconfig, ec);
+    if (!ec) k->kubeconfig = abs.lexically_normal().string();
+  }
+  TUNE_RETURN_IF_ERROR(b.String("context", &k->context));
+  TUNE_RETURN_IF_ERROR(b.Expect(!b.Has("context") || !k->context.empty(), "context",
+                                "a kubeconfig context name"));
+  TUNE_RETURN_IF_ERROR(b.String("kubectl", &k->kubectl));
+  TUNE_RETURN_IF_ERROR(b.Expect(!k->kubectl.empty(), "kubectl", "a program name or path"));
+  return Status::Ok();
+}
+
+Status ParseGpus(const ObjectReader& b, std::vector<std::string>* out) {
+  const Json* v = b.Find("gpus");
+  if (!v) return Status::Ok();
+  const std::string what = "an array of GPU ids (integers or strings)";
+  if (!v->is_array()) return b.reader().FailValue(b.PathOf("gpus"), what, *v);
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json& g = (*v)[i];
+    std::string path = IndexPath(b.PathOf("gpus"), i);
+    std::string id;
+    if (auto n = AsInt64(g); n && !g.is_number_float() && *n >= 0) {
+      id = std::to_string(*n);
+    } else if (g.is_string() && Matches(g.get<std::string>(), "[A-Za-z0-9_-]+")) {
+      id = g.get<std::string>();
+    } else {
+      return b.reader().FailValue(path, "a GPU id (an integer of at least 0 or a name such as \"GPU-1a2b\")", g);
+    }
+    for (const auto& seen : ids) {
+      if (seen == id) return b.reader().FailValue(path, "distinct GPU ids", g);
+    }
+    ids.push_back(id);
+  }
+  *out = std::move(ids);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
+                  const std::string& base_dir, TrialTemplate* out) {
+  TUNE_ASSIGN_OR_RETURN(ObjectReader t,
+                        ObjectReader::Make(r, v, "trial", "an object with at least a command"));
+  TUNE_RETURN_IF_ERROR(t.AllowOnly({"command", "workers", "resources_per_worker", "env",
+                                    "max_retries", "timeout_s", "working_dir"}));
+  TUNE_RETURN_IF_ERROR(ParseCommand(t, params, &out->command));
+  TUNE_RETURN_IF_ERROR(t.Int("workers", &out->workers));
+  TUNE_RETURN_IF_ERROR(t.Expect(out->workers >= 1, "workers", "a number of processes of at least 1"));
+  TUNE_RETURN_IF_ERROR(ParseResources(t, &out->resources_per_worker));
+  TUNE_RETURN_IF_ERROR(ParseEnv(t, &out->env));
+  TUNE_RETURN_IF_ERROR(t.Int("max_retries", &out->max_retries));
+  TUNE_RETURN_IF_ERROR(t.Expect(out->max_retries >= 0, "max_retries", "an integer of at least 0"));
+  TUNE_RETURN_IF_ERROR(t.Double("timeout_s", &out->timeout_s));
+  TUNE_RETURN_IF_ERROR(t.Expect(!t.Has("timeout_s") || out->timeout_s > 0, "timeout_s",
+                                "a number of seconds above 0 (leave the key out for no timeout)"));
+  std::string dir;
+  TUNE_RETURN_IF_ERROR(t.String("working_dir", &dir));
+  TUNE_RETURN_IF_ERROR(t.Expect(!t.Has("working_dir") || !dir.empty(), "working_dir", "a directory"));
+  // Relative to the experiment file's directory, like the default.
+  out->working_dir = dir.empty() ? base_dir : (fs::path(base_dir) / dir).lexically_normal().string();
+  if (fs::path(dir).is_absolute()) out->working_dir = fs::path(dir).lexically_normal().string();
+  return Status::Ok();
+}
+
+Status ParseBackend(const Reader& r, const Json& v, const std::string& base_dir, BackendSpec* out) {
+  (void)base_dir;
+  TUNE_ASSIGN_OR_RETURN(ObjectReader b, ObjectReader::Make(r, v, "backend"));
+  // Local and Kubernetes options may stand side by side, so that
+  // `tune run --backend` can switch between them.
+  TUNE_RETURN_IF_ERROR(b.AllowOnly(
+      {"type", "cpus", "gpus", "namespace", "image", "image_pull_policy", "service_account",
+       "node_selector", "tolerations", "volumes", "volume_mounts", "labels", "annotations",
+       "ttl_seconds_after_finished", "backoff_limit", "pending_timeout_s", "kubeconfig",
+       "context", "kubectl"}));
+  TUNE_RETURN_IF_ERROR(b.Enum("type", {"local", "kubernetes"}, &out->type));
+  TUNE_RETURN_IF_ERROR(b.Double("cpus", &out->total_cpus));
+  TUNE_RETURN_IF_ERROR(b.Expect(!b.Has("cpus") || out->total_cpus > 0, "cpus",
+                                "a number of CPU slots above 0 (leave the key out for all cores)"));
+  TUNE_RETURN_IF_ERROR(ParseGpus(b, &out->gpus));
+  return ParseKubernetes(b, &out->kubernetes);
+}
+
+Status CheckBackendNeeds(const Reader& r, const ExperimentSpec& spec) {
+  const BackendSpec& b = spec.backend;
+  const TrialTemplate& t = spec.trial;
+  if (b.type == "kubernetes" && b.kubernetes.image.empty()) {
+    return r.Missing("backend.image", "a container image for the kubernetes backend");
+  }
+  if (b.type != "local") return Status::Ok();
+  std::string workers = std::to_string(t.workers);
+  if (b.total_cpus > 0 && t.resources_per_worker.cpu * t.workers > b.total_cpus) {
+    return r.Fail("trial.resources_per_worker.cpu",
+                  "at most backend.cpus (" + ParamToString(b.total_cpus) + ") / trial.workers (" +
+                      workers + ") CPUs, or no trial could ever start",
+                  ParamToString(t.resources_per_worker.cpu));
+  }
+  if (!b.gpus.empty() &&
+      static_cast<size_t>(t.resources_per_worker.gpu) * t.workers > b.gpus.size()) {
+    return r.Fail("trial.resources_per_worker.gpu",
+                  "at most the " + std::to_string(b.gpus.size()) + " GPUs of backend.gpus / trial.workers (" +
+                      workers + "), or no trial could ever start",
+                  std::to_string(t.resources_per_worker.gpu));
+  }
+  return Status::Ok();
+}
+
+}  // namespace spec_internal
+}  // namespace tune
