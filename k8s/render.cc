@@ -1,0 +1,196 @@
+#include "k8s/render.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace tune {
+namespace {
+
+using nlohmann::json;
+
+// The torchrun variables the backend sets itself; a user's env of the same
+// name is overridden.
+const std::set<std::string> kDistributedEnv = {"RANK",       "WORLD_SIZE",       "LOCAL_RANK",
+                                               "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+
+std::string Hash6(const std::string& s) {
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  char buf[9];
+  std::snprintf(buf, sizeof(buf), "%06x", h & 0xffffffu);
+  return buf;
+}
+
+bool IsDns1035Label(const std::string& s) {
+  static const std::regex kRe("^[a-z]([-a-z0-9]*[a-z0-9])?$");
+  return s.size() <= 63 && std::regex_match(s, kRe);
+}
+
+// Kubernetes CPU quantity: whole cores as "2", fractions in millicores.
+std::string CpuQuantity(double cpu) {
+  long long m = std::llround(cpu * 1000);
+  if (m % 1000 == 0) return std::to_string(m / 1000);
+  return std::to_string(m) + "m";
+}
+
+Result<json> ParseArray(const std::string& text, const char* key) {
+  json j = json::parse(text.empty() ? "[]" : text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_array()) {
+    return Status::InvalidArgument(std::string("backend.") + key + ": expected a JSON array, got " + text);
+  }
+  return j;
+}
+
+json EnvVar(const std::string& name, const std::string& value) {
+  return json{{"name", name}, {"value", value}};
+}
+
+}  // namespace
+
+std::string ExperimentLabelValue(const std::string& experiment) {
+  std::string out;
+  for (char c : experiment) {
+    char l = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    bool ok = (l >= 'a' && l <= 'z') || (l >= '0' && l <= '9');
+    if (ok) out += l;
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  if (out.empty() || !(out[0] >= 'a' && out[0] <= 'z')) out = "e-" + out;
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  const size_t kMax = 30;  // leaves room for "-t<number>-a<attempt>" and "-<index>"
+  if (out != experiment || out.size() > kMax) {
+    if (out.size() > kMax - 7) out.resize(kMax - 7);
+    while (!out.empty() && out.back() == '-') out.pop_back();
+    out += "-" + Hash6(experiment);
+  }
+  return out;
+}
+
+std::string KubernetesObjectName(const std::string& experiment, int trial_number, int attempt) {
+  return ExperimentLabelValue(experiment) + "-t" + std::to_string(trial_number) + "-a" +
+         std::to_string(attempt);
+}
+
+Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const LaunchSpec& spec,
+                                         const std::string& object_name) {
+  if (opts.image.empty()) {
+    return Status::InvalidArgument("backend.image: the kubernetes backend needs a container image");
+  }
+  if (!IsDns1035Label(object_name) || object_name.size() > 52) {
+    return Status::InvalidArgument("Kubernetes object name '" + object_name +
+                                   "' is not a DNS-1035 label of at most 52 characters");
+  }
+  if (spec.workers < 1) return Status::InvalidArgument("trial.workers: expected at least 1");
+  if (spec.argv.empty()) return Status::InvalidArgument("trial.command: expected a non-empty argv");
+  TUNE_ASSIGN_OR_RETURN(json tolerations, ParseArray(opts.tolerations_json, "tolerations"));
+  TUNE_ASSIGN_OR_RETURN(json volumes, ParseArray(opts.volumes_json, "volumes"));
+  TUNE_ASSIGN_OR_RETURN(json mounts, ParseArray(opts.volume_mounts_json, "volume_mounts"));
+
+  const std::string& name = object_name;
+  json labels = json::object();
+  for (const auto& [k, v] : opts.labels) labels[k] = v;
+  labels[kExperimentLabel] = ExperimentLabelValue(spec.experiment);
+  labels[kTrialLabel] = std::to_string(spec.trial_number);
+  labels[kTrialIdLabel] = std::to_string(spec.trial_id);
+  labels[kAttemptLabel] = std::to_string(spec.attempt);
+  json annotations = json::object();
+  for (const auto& [k, v] : opts.annotations) annotations[k] = v;
+  annotations[kExperimentAnnotation] = spec.experiment;
+
+  // --- the headless Service: DNS records for the Job's pods -------------
+  json service = {
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
+      {"spec",
+       {{"clusterIP", "None"},
+        // Records exist before the pods are ready: ranks > 0 look up rank 0
+        // while it is still starting.
+        {"publishNotReadyAddresses", true},
+        {"selector", {{"job-name", name}}},
+        {"ports", json::array({{{"name", "rendezvous"}, {"port", kMasterPort},
+                                {"targetPort", kMasterPort}, {"protocol", "TCP"}}})}}}};
+
+  // --- the container ------------------------------------------------------
+  json env = json::array();
+  for (const auto& [k, v] : spec.env) {
+    if (!kDistributedEnv.count(k)) env.push_back(EnvVar(k, v));
+  }
+  env.push_back({{"name", "RANK"},
+                 {"valueFrom",
+                  {{"fieldRef",
+                    {{"fieldPath", "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}}}});
+  env.push_back(EnvVar("WORLD_SIZE", std::to_string(spec.workers)));
+  env.push_back(EnvVar("LOCAL_RANK", "0"));
+  env.push_back(EnvVar("LOCAL_WORLD_SIZE", "1"));
+  env.push_back(EnvVar("MASTER_ADDR", name + "-0." + name));
+  env.push_back(EnvVar("MASTER_PORT", std::to_string(kMasterPort)));
+
+  json requests = json::object(), limits = json::object();
+  if (spec.cpu_per_worker > 0) requests["cpu"] = CpuQuantity(spec.cpu_per_worker);
+  if (!spec.memory_per_worker.empty()) {
+    requests["memory"] = spec.memory_per_worker;
+    limits["memory"] = spec.memory_per_worker;
+  }
+  if (spec.gpu_per_worker > 0) {
+    // Extended resources are requested through limits (requests must equal).
+    requests["nvidia.com/gpu"] = std::to_string(spec.gpu_per_worker);
+    limits["nvidia.com/gpu"] = std::to_string(spec.gpu_per_worker);
+  }
+  json resources = json::object();
+  if (!requests.empty()) resources["requests"] = requests;
+  if (!limits.empty()) resources["limits"] = limits;
+
+  json container = {{"name", "trial"},
+                    {"image", opts.image},
+                    {"command", spec.argv},
+                    {"env", env},
+                    {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", kMasterPort}}})},
+                    {"resources", resources}};
+  if (!opts.image_pull_policy.empty()) container["imagePullPolicy"] = opts.image_pull_policy;
+  if (!spec.working_dir.empty()) container["workingDir"] = spec.working_dir;
+  if (!mounts.empty()) container["volumeMounts"] = mounts;
+
+  json pod_spec = {{"restartPolicy", "Never"},
+                   {"subdomain", name},
+                   {"containers", json::array({container})}};
+  if (!opts.service_account.empty()) pod_spec["serviceAccountName"] = opts.service_account;
+  if (!opts.node_selector.empty()) {
+    json sel = json::object();
+    for (const auto& [k, v] : opts.node_selector) sel[k] = v;
+    pod_spec["nodeSelector"] = sel;
+  }
+  if (!tolerations.empty()) pod_spec["tolerations"] = tolerations;
+  if (!volumes.empty()) pod_spec["volumes"] = volumes;
+
+  // --- the Indexed Job -----------------------------------------------------
+  json job_spec = {{"completionMode", "Indexed"},
+                   {"completions", spec.workers},
+                   {"parallelism", spec.workers},
+                   // Retries are the tuner's (max_retries), so they are counted.
+                   {"backoffLimit", opts.backoff_limit},
+                   {"template",
+                    {{"metadata", {{"labels", labels}, {"annotations", annotations}}},
+                     {"spec", pod_spec}}}};
+  if (opts.ttl_seconds_after_finished) {
+    job_spec["ttlSecondsAfterFinished"] = *opts.ttl_seconds_after_finished;
+  }
+  if (spec.timeout_s > 0) {
+    job_spec["activeDeadlineSeconds"] = static_cast<int64_t>(std::ceil(spec.timeout_s));
+  }
+  json job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
+              {"spec", job_spec}};
+
+  json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array({service, job})}};
+  return list.dump(2);
+}
+
+}  // namespace tune

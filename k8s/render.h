@@ -1,0 +1,50 @@
+// Rendering of one trial attempt as Kubernetes objects (SPEC section 6).
+//
+// A trial attempt is a headless Service plus a batch/v1 Job in Indexed
+// completion mode with completions = parallelism = workers. Pod i of the Job
+// is rank i; its stable hostname `<job>-<i>.<service>` resolves through the
+// Service (the Job's pods get `subdomain: <service>`), so every rank finds
+// rank 0 at MASTER_ADDR = `<job>-0.<service>`. Both objects share one name.
+//
+// Pure functions: no cluster, no kubectl, thread-safe.
+#pragma once
+
+#include <string>
+
+#include "k8s/kubernetes_options.h"
+#include "trial_runner/trial_backend.h"
+#include "tuner/core/status.h"
+
+namespace tune {
+
+// The port rank 0 listens on for the torch.distributed rendezvous.
+inline constexpr int kMasterPort = 29500;
+
+// Labels every object (and pod) of a trial carries.
+inline constexpr const char* kExperimentLabel = "tune.io/experiment";
+inline constexpr const char* kTrialLabel = "tune.io/trial";        // trial number
+inline constexpr const char* kTrialIdLabel = "tune.io/trial-id";   // database id
+inline constexpr const char* kAttemptLabel = "tune.io/attempt";
+// Annotation with the experiment's name as written (labels are restricted).
+inline constexpr const char* kExperimentAnnotation = "tune.io/experiment-name";
+
+// `experiment` as a valid label value (at most 63 characters of
+// [a-z0-9-], starting with a letter, ending alphanumeric): lower-cased, other
+// characters turned into '-', and a short hash of the original appended when
+// that changed or shortened the name, so distinct names stay distinct.
+std::string ExperimentLabelValue(const std::string& experiment);
+
+// The name of the Job and Service of one attempt: a DNS-1035 label
+// `<experiment label>-t<number>-a<attempt>`, at most 47 characters so the
+// pods' hostnames (`<name>-<index>`) stay valid. Fresh for every attempt.
+std::string KubernetesObjectName(const std::string& experiment, int trial_number, int attempt);
+
+// Renders the attempt as a kubectl-ready JSON `v1/List` holding the Service
+// and the Job, in that order. InvalidArgument if an option cannot be used
+// (no image, tolerations/volumes that are not JSON arrays, workers < 1, a
+// name that is not a DNS-1035 label). The schema itself is left to kubectl's
+// validation.
+Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const LaunchSpec& spec,
+                                         const std::string& object_name);
+
+}  // namespace tune
