@@ -87,6 +87,9 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   auto spec_or = LoadExperimentSpec(args.experiment_path);
   if (!spec_or.ok()) return Fail(err, spec_or.status());
   ExperimentSpec spec = std::move(spec_or).value();
+  if (!args.backend.empty()) {
+    if (Status st = OverrideBackend(&spec, args.backend); !st.ok()) return Fail(err, st);
+  }
 
   std::string db_path = DbPathFor(args, spec);
   RunLock lock;
@@ -114,7 +117,7 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (!sampler.ok()) return Fail(err, sampler.status());
   auto scheduler = MakeScheduler(spec, spec.search.seed);
   if (!scheduler.ok()) return Fail(err, scheduler.status());
-  auto backend = MakeBackend(spec, args.backend);
+  auto backend = MakeBackend(spec, "");
   if (!backend.ok()) return Fail(err, backend.status());
 
   std::unique_ptr<ProgressSink> progress =

@@ -1,27 +1,85 @@
 #include "tuner/components.h"
 
+#include <algorithm>
+#include <cctype>
+
+#include "schedulers/asha_scheduler.h"
 #include "schedulers/fifo_scheduler.h"
+#include "schedulers/median_stopping_rule.h"
 #include "search/random_sampler.h"
+#include "trial_runner/local_backend.h"
+#ifdef TUNE_HAVE_K8S
+#include "k8s/kubernetes_backend.h"
+#endif
 
 namespace tune {
+namespace {
+
+std::string Where(const ExperimentSpec& spec) {
+  return spec.source_path.empty() ? "experiment.json" : spec.source_path;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
   const std::string& algo = spec.search.algorithm;
   // Grid points are enumerated by the tuner; what is left is drawn at random.
   if (algo == "random" || algo == "grid") return std::unique_ptr<Sampler>(new RandomSampler(spec.search.seed));
-  return Status::InvalidArgument(spec.source_path + ": search.algorithm: '" + algo + "' is not available in this build");
+  return Status::InvalidArgument(Where(spec) + ": search.algorithm: '" + algo + "' is not available in this build");
 }
 
 Result<std::unique_ptr<Scheduler>> MakeScheduler(const ExperimentSpec& spec, uint64_t seed) {
-  (void)seed;
-  const std::string& type = spec.scheduler.type;
-  if (type == "fifo") return std::unique_ptr<Scheduler>(new FifoScheduler());
-  return Status::InvalidArgument(spec.source_path + ": scheduler.type: '" + type + "' is not available in this build");
+  const SchedulerSpec& s = spec.scheduler;
+  const bool maximize = spec.objective.mode == Mode::kMax;
+  if (s.type == "fifo") return std::unique_ptr<Scheduler>(new FifoScheduler());
+  if (s.type == "asha") {
+    AshaOptions o;
+    o.time_attr = s.time_attr;
+    o.max_t = s.max_t;
+    o.grace_period = s.grace_period;
+    o.reduction_factor = s.reduction_factor;
+    o.brackets = s.brackets;
+    o.maximize = maximize;
+    o.seed = seed;
+    if (Status st = ValidateAshaOptions(o); !st.ok()) return Status::InvalidArgument(Where(spec) + ": " + st.message());
+    return std::unique_ptr<Scheduler>(new AshaScheduler(std::move(o)));
+  }
+  if (s.type == "median") {
+    MedianOptions o;
+    o.time_attr = s.time_attr;
+    o.grace_period = static_cast<double>(s.grace_period);
+    o.min_samples_required = s.min_samples_required;
+    o.maximize = maximize;
+    o.hard_stop = s.hard_stop;
+    if (Status st = ValidateMedianOptions(o); !st.ok()) return Status::InvalidArgument(Where(spec) + ": " + st.message());
+    return std::unique_ptr<Scheduler>(new MedianStoppingRule(std::move(o)));
+  }
+  return Status::InvalidArgument(Where(spec) + ": scheduler.type: '" + s.type + "' is not available in this build");
 }
 
 Result<std::unique_ptr<TrialBackend>> MakeBackend(const ExperimentSpec& spec, const std::string& backend_type) {
   std::string type = backend_type.empty() ? spec.backend.type : backend_type;
-  return Status::InvalidArgument(spec.source_path + ": backend.type: '" + type + "' is not available in this build");
+  if (type == "local") {
+    LocalBackend::Options o;
+    o.cpu_slots = spec.backend.total_cpus;
+    if (!spec.backend.gpus.empty()) {
+      std::vector<int> ids;
+      for (const std::string& g : spec.backend.gpus) {
+        if (g.empty() || !std::all_of(g.begin(), g.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+          return Status::InvalidArgument(Where(spec) + ": backend.gpus: expected integer GPU indices for the local backend, got \"" + g + "\"");
+        }
+        ids.push_back(std::stoi(g));
+      }
+      o.gpu_ids = ids;
+    }
+    return std::unique_ptr<TrialBackend>(new LocalBackend(o));
+  }
+#ifdef TUNE_HAVE_K8S
+  if (type == "kubernetes") {
+    return std::unique_ptr<TrialBackend>(MakeKubernetesBackend(spec.backend.kubernetes, spec.name));
+  }
+#endif
+  return Status::InvalidArgument(Where(spec) + ": backend.type: '" + type + "' is not available in this build");
 }
 
 }  // namespace tune

@@ -117,6 +117,7 @@ struct Tuner::Impl {
   std::set<TrialId> running;
   std::map<TrialId, Clock::time_point> started_at;
   std::map<TrialId, int> failures;          // failed attempts in this run
+  std::map<TrialId, Clock::time_point> finishing;  // reached max_t: exit deadline
   std::vector<ParamMap> grid;               // grid points (one empty point if none)
   int max_trials = 0;
   int max_concurrent = 1;
@@ -331,8 +332,16 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
     }
     if (parts.progress) parts.progress->OnTrialReport(t, r.step, obj);
     if (!obj) continue;
+    if (finishing.count(id)) continue;  // past max_t: no more decisions
     Decision d = parts.scheduler->OnTrialResult(t, r.step, *obj);
     if (d.action == Action::kStop) {
+      if (!d.rung) {
+        // At max_t: its budget is used. It gets kill_grace to exit by itself
+        // (a trainer writes its outputs after its last report), then is
+        // stopped; either way it is completed.
+        if (!finishing.count(id)) finishing[id] = Clock::now() + options.kill_grace;
+        continue;
+      }
       TUNE_RETURN_IF_ERROR(parts.backend->Kill(id, options.kill_grace));
       std::string why = d.reason.empty() ? "stopped by the scheduler" : d.reason;
       TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kPruned, why, d.rung));
@@ -392,6 +401,15 @@ Status Tuner::Impl::Harvest() {
       TUNE_ASSIGN_OR_RETURN(std::vector<MetricReport> tail, parts.backend->Poll(id));
       TUNE_RETURN_IF_ERROR(HandleReports(id, tail, &stopped));
       if (stopped) continue;
+    }
+    if (auto f = finishing.find(id); f != finishing.end()) {
+      if (rs.state == RunState::kRunning || rs.state == RunState::kStarting) {
+        if (Clock::now() < f->second) continue;
+        TUNE_RETURN_IF_ERROR(parts.backend->Kill(id, options.kill_grace));
+      }
+      finishing.erase(f);
+      TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kCompleted, "reached max_t"));
+      continue;
     }
     if (rs.state == RunState::kSucceeded) {
       if (Get(id).intermediate.empty()) {
