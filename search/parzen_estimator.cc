@@ -1,0 +1,421 @@
+#include "search/parzen_estimator.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "search/truncnorm.h"
+#include "tuner/core/status.h"
+
+namespace tune {
+namespace {
+
+constexpr double kEps = 1e-12;
+constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+constexpr double kSigma0Magnitude = 0.2;
+
+using ArrayMap = Eigen::Map<Eigen::ArrayXd>;
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXd>;
+
+// A uniform double in (0, 1) from 53 random bits.
+double Uniform(std::mt19937_64& rng) {
+  return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+}
+
+// The interval the kernels of a numerical dimension live on.
+double LowerEdge(const ParzenDimension& d) {
+  return d.kind == ParzenDimension::Kind::kDiscrete ? d.low - 0.5 * d.step : d.low;
+}
+double UpperEdge(const ParzenDimension& d) {
+  return d.kind == ParzenDimension::Kind::kDiscrete ? d.high + 0.5 * d.step : d.high;
+}
+
+double SnapToGrid(const ParzenDimension& d, double x) {
+  double v = d.low + std::round((x - d.low) / d.step) * d.step;
+  return std::clamp(v, d.low, d.high);
+}
+
+bool IsLogScaled(const Distribution& dist) {
+  if (auto* f = std::get_if<FloatDistribution>(&dist)) return f->log;
+  if (auto* i = std::get_if<IntDistribution>(&dist)) return i->log;
+  return false;
+}
+
+}  // namespace
+
+ParzenDimension ParzenDimensionOf(const Distribution& dist) {
+  ParzenDimension d;
+  if (auto* c = std::get_if<CategoricalDistribution>(&dist)) {
+    d.kind = ParzenDimension::Kind::kCategorical;
+    d.n_choices = static_cast<int>(c->choices.size());
+    return d;
+  }
+  double low, high, step = 0;
+  if (auto* f = std::get_if<FloatDistribution>(&dist)) {
+    low = f->low;
+    high = f->high;
+    step = f->step.value_or(0);
+  } else {
+    const auto& i = std::get<IntDistribution>(dist);
+    low = static_cast<double>(i.low);
+    high = static_cast<double>(i.high);
+    step = static_cast<double>(i.step);
+  }
+  if (IsLogScaled(dist)) {
+    d.kind = ParzenDimension::Kind::kContinuous;
+    double lo = low - 0.5 * step, hi = high + 0.5 * step;
+    if (lo <= 0) lo = 0.5 * low;
+    d.low = std::log(lo);
+    d.high = std::log(hi);
+  } else if (step > 0) {
+    d.kind = ParzenDimension::Kind::kDiscrete;
+    d.step = step;
+    d.low = low;
+    ParamValue last = NthValue(dist, *Cardinality(dist) - 1);
+    d.high = std::holds_alternative<double>(last) ? std::get<double>(last)
+                                                   : static_cast<double>(std::get<int64_t>(last));
+  } else {
+    d.kind = ParzenDimension::Kind::kContinuous;
+    d.low = low;
+    d.high = high;
+  }
+  return d;
+}
+
+double ToParzenCoordinate(const Distribution& dist, double internal) {
+  return IsLogScaled(dist) ? std::log(internal) : internal;
+}
+
+double FromParzenCoordinate(const Distribution& dist, double x) {
+  double v = IsLogScaled(dist) ? std::exp(x) : x;
+  return *ToInternal(dist, FromInternal(dist, v));
+}
+
+ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
+                                 const std::vector<double>& observations,
+                                 const std::vector<double>& weights,
+                                 const ParzenEstimatorOptions& options)
+    : dims_(std::move(dims)), options_(options) {
+  const int d = num_dims();
+  const int n = static_cast<int>(weights.size());
+  TUNE_CHECK(observations.size() == static_cast<size_t>(n) * static_cast<size_t>(d));
+  has_prior_ = options_.consider_prior || n == 0;  // an empty model is the prior
+  const int k_total = n + (has_prior_ ? 1 : 0);
+
+  std::vector<double> w(weights);
+  if (has_prior_) w.push_back(options_.prior_weight);
+  double total = std::accumulate(w.begin(), w.end(), 0.0);
+  TUNE_CHECK(total > 0);
+  log_weights_.resize(k_total);
+  for (int k = 0; k < k_total; ++k) log_weights_[k] = std::log(w[k] / total);
+
+  axes_.resize(d);
+  std::vector<double> column(n);
+  for (int j = 0; j < d; ++j) {
+    for (int i = 0; i < n; ++i) column[i] = observations[static_cast<size_t>(i) * d + j];
+    if (dims_[j].kind == ParzenDimension::Kind::kCategorical) {
+      BuildCategoricalAxis(j, column, n);
+    } else {
+      BuildNumericalAxis(j, column, n);
+    }
+  }
+  if (d == 1) MergeDuplicateKernels();
+
+  cum_weights_.resize(log_weights_.size());
+  double acc = 0;
+  for (size_t k = 0; k < log_weights_.size(); ++k) cum_weights_[k] = acc += std::exp(log_weights_[k]);
+}
+
+void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& column, int n) {
+  const ParzenDimension& dim = dims_[j];
+  Axis& axis = axes_[j];
+  const double lo = LowerEdge(dim), hi = UpperEdge(dim), range = hi - lo;
+  const int k_total = n + (has_prior_ ? 1 : 0);
+  axis.mu.assign(column.begin(), column.end());
+  if (has_prior_) axis.mu.push_back(0.5 * (lo + hi));
+  axis.sigma.resize(k_total);
+
+  if (options_.multivariate) {
+    // Scott's rule as in BOHB; the same bandwidth for every kernel.
+    double s0 = kSigma0Magnitude * std::pow(std::max(n, 1), -1.0 / (num_dims() + 4));
+    std::fill(axis.sigma.begin(), axis.sigma.end(), s0 * range);
+    axis.shared_sigma = true;
+  } else {
+    // Each kernel is as wide as the larger gap to its sorted neighbours (the
+    // domain edges count as neighbours). Ties are ordered by index.
+    std::vector<int> order(k_total);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return axis.mu[a] < axis.mu[b] || (axis.mu[a] == axis.mu[b] && a < b);
+    });
+    std::vector<double> ext(k_total + 2);
+    ext[0] = lo;
+    for (int r = 0; r < k_total; ++r) ext[r + 1] = axis.mu[order[r]];
+    ext[k_total + 1] = hi;
+    std::vector<double> s(k_total);
+    for (int r = 0; r < k_total; ++r) s[r] = std::max(ext[r + 1] - ext[r], ext[r + 2] - ext[r + 1]);
+    if (!options_.consider_endpoints && k_total + 2 >= 4) {
+      // Without endpoints the outermost kernels ignore the domain edge.
+      s[0] = ext[2] - ext[1];
+      s[k_total - 1] = ext[k_total] - ext[k_total - 1];
+    }
+    for (int r = 0; r < k_total; ++r) axis.sigma[order[r]] = s[r];
+  }
+
+  const double max_sigma = range;
+  const double min_sigma =
+      options_.consider_magic_clip ? range / std::min(100.0, 1.0 + k_total) : kEps;
+  for (double& s : axis.sigma) s = std::clamp(s, min_sigma, max_sigma);
+  if (has_prior_) axis.sigma[n] = range;
+
+  axis.inv_sigma.resize(k_total);
+  axis.log_norm.resize(k_total);
+  const bool continuous = dim.kind == ParzenDimension::Kind::kContinuous;
+  for (int k = 0; k < k_total; ++k) {
+    double inv = 1.0 / axis.sigma[k];
+    axis.inv_sigma[k] = inv;
+    double log_z = truncnorm::LogGaussMass((lo - axis.mu[k]) * inv, (hi - axis.mu[k]) * inv);
+    axis.log_norm[k] = continuous ? -std::log(axis.sigma[k]) - kLogSqrt2Pi - log_z : -log_z;
+  }
+}
+
+void ParzenEstimator::BuildCategoricalAxis(int j, const std::vector<double>& column, int n) {
+  Axis& axis = axes_[j];
+  const int c = dims_[j].n_choices;
+  const int k_total = n + (has_prior_ ? 1 : 0);
+  // Every kernel puts prior_weight / K on each choice and 1 more on its own
+  // observation, then is normalised; the prior kernel is uniform.
+  const double v = options_.prior_weight / k_total;
+  axis.p_hit = (v + 1) / (c * v + 1);
+  axis.p_miss = v / (c * v + 1);
+  axis.log_hit = std::log(axis.p_hit);
+  axis.log_miss = std::log(axis.p_miss);
+  axis.log_uniform = -std::log(static_cast<double>(c));
+  axis.choice.resize(k_total);
+  axis.kernels_of_choice.assign(c, {});
+  for (int k = 0; k < n; ++k) {
+    int idx = static_cast<int>(std::lround(column[k]));
+    TUNE_CHECK(idx >= 0 && idx < c);
+    axis.choice[k] = idx;
+    axis.kernels_of_choice[idx].push_back(k);
+  }
+  if (has_prior_) axis.choice[n] = -1;
+}
+
+// With one dimension, kernels with the same centre and width are one kernel
+// with the summed weight: after this a discrete or categorical model has at
+// most a few kernels per value, whatever the history length.
+void ParzenEstimator::MergeDuplicateKernels() {
+  const ParzenDimension& dim = dims_[0];
+  if (dim.kind == ParzenDimension::Kind::kContinuous) return;
+  Axis& axis = axes_[0];
+  const int k_total = num_kernels();
+  std::vector<int> group(k_total);
+  int n_groups = 0;
+  if (dim.kind == ParzenDimension::Kind::kCategorical) {
+    std::unordered_map<int, int> id;
+    for (int k = 0; k < k_total; ++k) {
+      auto [it, inserted] = id.emplace(axis.choice[k], n_groups);
+      if (inserted) ++n_groups;
+      group[k] = it->second;
+    }
+  } else {
+    struct PairHash {
+      size_t operator()(const std::pair<double, double>& p) const {
+        return std::hash<double>()(p.first) * 31 + std::hash<double>()(p.second);
+      }
+    };
+    std::unordered_map<std::pair<double, double>, int, PairHash> id;
+    for (int k = 0; k < k_total; ++k) {
+      auto [it, inserted] = id.emplace(std::make_pair(axis.mu[k], axis.sigma[k]), n_groups);
+      if (inserted) ++n_groups;
+      group[k] = it->second;
+    }
+  }
+  if (n_groups == k_total) return;
+  std::vector<double> w(n_groups, 0.0);
+  std::vector<int> first(n_groups, -1);
+  for (int k = 0; k < k_total; ++k) {
+    w[group[k]] += std::exp(log_weights_[k]);
+    if (first[group[k]] < 0) first[group[k]] = k;
+  }
+  Axis merged;
+  merged.shared_sigma = axis.shared_sigma;
+  log_weights_.resize(n_groups);
+  for (int g = 0; g < n_groups; ++g) {
+    log_weights_[g] = std::log(w[g]);
+    int k = first[g];
+    if (dim.kind == ParzenDimension::Kind::kCategorical) {
+      merged.choice.push_back(axis.choice[k]);
+    } else {
+      merged.mu.push_back(axis.mu[k]);
+      merged.sigma.push_back(axis.sigma[k]);
+      merged.inv_sigma.push_back(axis.inv_sigma[k]);
+      merged.log_norm.push_back(axis.log_norm[k]);
+    }
+  }
+  if (dim.kind == ParzenDimension::Kind::kCategorical) {
+    merged.kernels_of_choice.assign(dim.n_choices, {});
+    for (int g = 0; g < n_groups; ++g)
+      if (merged.choice[g] >= 0) merged.kernels_of_choice[merged.choice[g]].push_back(g);
+    merged.log_hit = axis.log_hit;
+    merged.log_miss = axis.log_miss;
+    merged.log_uniform = axis.log_uniform;
+    merged.p_hit = axis.p_hit;
+    merged.p_miss = axis.p_miss;
+  }
+  axis = std::move(merged);
+}
+
+void ParzenEstimator::Sample(std::mt19937_64& rng, int size, std::vector<double>* out) const {
+  const int d = num_dims();
+  out->resize(static_cast<size_t>(size) * d);
+  const double total = cum_weights_.back();
+  for (int s = 0; s < size; ++s) {
+    double u = Uniform(rng) * total;
+    int k = static_cast<int>(std::upper_bound(cum_weights_.begin(), cum_weights_.end(), u) -
+                             cum_weights_.begin());
+    k = std::min(k, num_kernels() - 1);
+    for (int j = 0; j < d; ++j) {
+      const ParzenDimension& dim = dims_[j];
+      const Axis& axis = axes_[j];
+      double& x = (*out)[static_cast<size_t>(s) * d + j];
+      if (dim.kind == ParzenDimension::Kind::kCategorical) {
+        double q = Uniform(rng);
+        int hit = axis.choice[k];
+        int c = 0;
+        if (hit < 0) {
+          c = std::min(static_cast<int>(q * dim.n_choices), dim.n_choices - 1);
+        } else {
+          double acc = 0;
+          for (c = 0; c < dim.n_choices - 1; ++c) {
+            acc += c == hit ? axis.p_hit : axis.p_miss;
+            if (q < acc) break;
+          }
+        }
+        x = c;
+        continue;
+      }
+      const double lo = LowerEdge(dim), hi = UpperEdge(dim);
+      const double mu = axis.mu[k], sigma = axis.sigma[k];
+      double z = truncnorm::Ppf(Uniform(rng), (lo - mu) / sigma, (hi - mu) / sigma);
+      x = std::clamp(mu + sigma * z, lo, hi);
+      if (dim.kind == ParzenDimension::Kind::kDiscrete) x = SnapToGrid(dim, x);
+    }
+  }
+}
+
+void ParzenEstimator::AddDiscreteLogPdf(int j, const std::vector<double>& x, int m,
+                                        double* a) const {
+  const ParzenDimension& dim = dims_[j];
+  const Axis& axis = axes_[j];
+  const int d = num_dims();
+  const int k_total = num_kernels();
+  const double lo = LowerEdge(dim), hi = UpperEdge(dim);
+  // log of kernel k's mass on the cell of value v.
+  auto kernel_log_mass = [&](int k, double v) {
+    double cell_lo = std::max(v - 0.5 * dim.step, lo), cell_hi = std::min(v + 0.5 * dim.step, hi);
+    return truncnorm::LogGaussMass((cell_lo - axis.mu[k]) * axis.inv_sigma[k],
+                                   (cell_hi - axis.mu[k]) * axis.inv_sigma[k]) +
+           axis.log_norm[k];
+  };
+  // With one shared bandwidth, a kernel's term depends only on its grid
+  // point: compute it once per distinct centre.
+  std::vector<int> centre_id;
+  std::vector<int> representative;
+  const bool by_centre = axis.shared_sigma && k_total > 64;
+  if (by_centre) {
+    centre_id.resize(k_total);
+    std::unordered_map<double, int> id;
+    for (int k = 0; k < k_total; ++k) {
+      if (has_prior_ && k == k_total - 1) {
+        centre_id[k] = static_cast<int>(representative.size());
+        representative.push_back(k);  // the prior has its own width
+        continue;
+      }
+      auto [it, inserted] = id.emplace(axis.mu[k], static_cast<int>(representative.size()));
+      if (inserted) representative.push_back(k);
+      centre_id[k] = it->second;
+    }
+  }
+  std::vector<double> values, per_centre;
+  std::vector<std::pair<double, int>> seen;  // distinct x values, in order of first use
+  for (int i = 0; i < m; ++i) {
+    double v = x[static_cast<size_t>(i) * d + j];
+    double* col = a + static_cast<size_t>(i) * k_total;
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == v; });
+    if (it != seen.end()) {
+      // Reuse the cached term vector of this value.
+      const double* cached = values.data() + static_cast<size_t>(it - seen.begin()) * k_total;
+      ArrayMap(col, k_total) += ConstArrayMap(cached, k_total);
+      continue;
+    }
+    size_t base = values.size();
+    values.resize(base + k_total);
+    double* term = values.data() + base;
+    if (by_centre) {
+      per_centre.resize(representative.size());
+      for (size_t c = 0; c < representative.size(); ++c)
+        per_centre[c] = kernel_log_mass(representative[c], v);
+      for (int k = 0; k < k_total; ++k) term[k] = per_centre[centre_id[k]];
+    } else {
+      for (int k = 0; k < k_total; ++k) term[k] = kernel_log_mass(k, v);
+    }
+    seen.emplace_back(v, i);
+    ArrayMap(col, k_total) += ConstArrayMap(term, k_total);
+  }
+}
+
+void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* out) const {
+  const int d = num_dims();
+  const int m = d == 0 ? 0 : static_cast<int>(x.size()) / d;
+  const int k_total = num_kernels();
+  out->assign(m, 0.0);
+  if (m == 0) return;
+  // a(k, i): log weight of kernel k plus its log density at row i.
+  std::vector<double> a(static_cast<size_t>(k_total) * m);
+  const ConstArrayMap log_w(log_weights_.data(), k_total);
+  for (int i = 0; i < m; ++i) ArrayMap(a.data() + static_cast<size_t>(i) * k_total, k_total) = log_w;
+
+  for (int j = 0; j < d; ++j) {
+    const ParzenDimension& dim = dims_[j];
+    const Axis& axis = axes_[j];
+    if (dim.kind == ParzenDimension::Kind::kDiscrete) {
+      AddDiscreteLogPdf(j, x, m, a.data());
+      continue;
+    }
+    if (dim.kind == ParzenDimension::Kind::kContinuous) {
+      const ConstArrayMap mu(axis.mu.data(), k_total), inv(axis.inv_sigma.data(), k_total),
+          norm(axis.log_norm.data(), k_total);
+      for (int i = 0; i < m; ++i) {
+        double v = x[static_cast<size_t>(i) * d + j];
+        ArrayMap col(a.data() + static_cast<size_t>(i) * k_total, k_total);
+        col += norm - 0.5 * ((v - mu) * inv).square();
+      }
+      continue;
+    }
+    // Categorical: the miss term everywhere, then the hit kernels fixed up.
+    const double delta = axis.log_hit - axis.log_miss;
+    for (int i = 0; i < m; ++i) {
+      int c = static_cast<int>(std::lround(x[static_cast<size_t>(i) * d + j]));
+      double* col = a.data() + static_cast<size_t>(i) * k_total;
+      for (int k = 0; k < k_total; ++k) col[k] += axis.choice[k] < 0 ? axis.log_uniform : axis.log_miss;
+      if (c >= 0 && c < dim.n_choices)
+        for (int k : axis.kernels_of_choice[c]) col[k] += delta;
+    }
+  }
+  for (int i = 0; i < m; ++i) {
+    ConstArrayMap col(a.data() + static_cast<size_t>(i) * k_total, k_total);
+    double mx = col.maxCoeff();
+    if (!std::isfinite(mx)) {
+      (*out)[i] = mx;
+      continue;
+    }
+    (*out)[i] = mx + std::log((col - mx).exp().sum());
+  }
+}
+
+}  // namespace tune

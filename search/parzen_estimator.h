@@ -1,0 +1,103 @@
+// ParzenEstimator: TPE's density model, a weighted mixture of product kernels
+// (Bergstra et al. 2011; Optuna's _ParzenEstimator), in the transformed
+// space where log parameters are already log-scaled.
+//
+// Kernel k is centred on observation k (plus an optional prior kernel at the
+// centre of the domain). Per dimension it is a truncated normal (continuous),
+// a truncated normal integrated over one grid cell (discrete: int and
+// quantized), or a categorical distribution smoothed by the prior weight.
+// Bandwidths follow Optuna: univariate mode uses the distance to the sorted
+// neighbours, multivariate mode Scott's rule 0.2 n^(-1/(d+4)) (BOHB), both
+// clipped to [range / min(100, 1 + K), range] by the "magic clip".
+//
+// Immutable after construction; const methods are thread-safe except that
+// Sample advances the caller's rng.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "search/distribution.h"
+
+namespace tune {
+
+// One axis of the estimator's domain, in transformed coordinates.
+struct ParzenDimension {
+  enum class Kind { kContinuous, kDiscrete, kCategorical };
+  Kind kind = Kind::kContinuous;
+  // kContinuous: the truncation interval. kDiscrete: the first and last grid
+  // points, `step` apart (the kernels live on [low - step/2, high + step/2]).
+  double low = 0, high = 1;
+  double step = 0;    // kDiscrete only
+  int n_choices = 0;  // kCategorical only: values are indices 0..n_choices-1
+};
+
+struct ParzenEstimatorOptions {
+  bool consider_prior = true;
+  double prior_weight = 1.0;
+  bool consider_magic_clip = true;
+  bool consider_endpoints = false;
+  bool multivariate = false;  // Scott's rule bandwidths instead of neighbour gaps
+};
+
+// The estimator's axis for `dist`: categorical for choices, discrete for
+// int and quantized domains, continuous otherwise. Log domains are
+// continuous in log space, widened by half a step when stepped and rounded
+// back onto the grid (Optuna's treatment of log ints).
+ParzenDimension ParzenDimensionOf(const Distribution& dist);
+// Estimator coordinate of an internal value (ToInternal): log for log domains.
+double ToParzenCoordinate(const Distribution& dist, double internal);
+// Internal value of the domain point nearest to estimator coordinate x.
+double FromParzenCoordinate(const Distribution& dist, double x);
+
+class ParzenEstimator {
+ public:
+  // `observations`: n rows of dims.size() values, row-major, each inside its
+  // dimension (categorical: an index; discrete: a grid point). `weights`: n
+  // non-negative values, unnormalised, not all zero (Optuna's weights ramp).
+  // With n == 0 the estimator is the prior alone.
+  ParzenEstimator(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
+                  const std::vector<double>& weights, const ParzenEstimatorOptions& options);
+
+  int num_dims() const { return static_cast<int>(dims_.size()); }
+  // Number of mixture components after merging identical kernels.
+  int num_kernels() const { return static_cast<int>(log_weights_.size()); }
+
+  // Draws `size` points (row-major, size x num_dims) from the mixture into
+  // *out. Discrete values are snapped onto the grid, categorical ones are
+  // indices. Deterministic given the rng state.
+  void Sample(std::mt19937_64& rng, int size, std::vector<double>* out) const;
+
+  // log density of each of the m = x.size() / num_dims() rows of `x`
+  // (row-major, each value inside its dimension) into *out (size m).
+  void LogPdf(const std::vector<double>& x, std::vector<double>* out) const;
+
+ private:
+  struct Axis {
+    // Numerical kernels (continuous and discrete).
+    std::vector<double> mu, sigma, inv_sigma;
+    // Continuous: -log(sigma sqrt(2 pi)) - log Z_k. Discrete: -log Z_k, where
+    // Z_k is the kernel's mass on the (extended) domain.
+    std::vector<double> log_norm;
+    bool shared_sigma = false;  // every non-prior kernel has the same sigma
+    // Categorical kernels: the observed index, or -1 for the prior kernel.
+    std::vector<int> choice;
+    std::vector<std::vector<int>> kernels_of_choice;  // choice -> kernels
+    double log_hit = 0, log_miss = 0, log_uniform = 0;
+    double p_hit = 0, p_miss = 0;  // for sampling
+  };
+
+  void BuildNumericalAxis(int j, const std::vector<double>& column, int n_obs);
+  void BuildCategoricalAxis(int j, const std::vector<double>& column, int n_obs);
+  void MergeDuplicateKernels();
+  void AddDiscreteLogPdf(int j, const std::vector<double>& x, int m, double* a) const;
+
+  std::vector<ParzenDimension> dims_;
+  ParzenEstimatorOptions options_;
+  bool has_prior_ = false;
+  std::vector<double> log_weights_, cum_weights_;
+  std::vector<Axis> axes_;
+};
+
+}  // namespace tune

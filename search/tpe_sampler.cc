@@ -1,0 +1,325 @@
+#include "search/tpe_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "search/random_sampler.h"
+
+namespace tune {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Extra tries when every candidate repeats a trial (discrete spaces).
+constexpr int kDuplicateRounds = 4;
+constexpr int kRandomRetries = 100;
+
+bool IsDiscrete(const Distribution& dist) { return Cardinality(dist).has_value(); }
+
+}  // namespace
+
+int DefaultGamma(int n) { return std::min(static_cast<int>(std::ceil(0.1 * n)), 25); }
+
+std::vector<double> DefaultWeights(int n) {
+  if (n <= 0) return {};
+  if (n < 25) return std::vector<double>(n, 1.0);
+  std::vector<double> w(n, 1.0);
+  const int ramp = n - 25;
+  for (int i = 0; i < ramp; ++i) {
+    double start = 1.0 / n;
+    w[i] = ramp == 1 ? start : start + (1.0 - start) * i / (ramp - 1);
+  }
+  return w;
+}
+
+// The history, as TPE sees it for one set of parameters.
+struct TpeSampler::Split {
+  int d = 0;
+  // Rows of estimator coordinates, oldest trial first.
+  std::vector<double> below, above;
+  std::vector<double> below_weights, above_weights;
+  // Internal values of every trial in the history that has all parameters
+  // (any state): a suggestion equal to one of these is a duplicate.
+  std::vector<double> taken;
+};
+
+TpeSampler::TpeSampler(const TpeSamplerOptions& options) : options_(options), rng_(options.seed) {}
+
+void TpeSampler::Reseed(uint64_t seed) {
+  rng_.seed(seed);
+  ResetPending();
+}
+
+void TpeSampler::ResetPending() {
+  pending_.clear();
+  pending_discrete_ = true;
+  matches_valid_ = false;
+  prefix_matches_.clear();
+}
+
+SearchSpace TpeSampler::RelativeSpace(const SearchSpace& space, const History& history) {
+  (void)history;
+  return options_.multivariate ? space : SearchSpace{};
+}
+
+bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
+                            const std::vector<const Distribution*>& dists, const History& history,
+                            Split* split) const {
+  const int d = static_cast<int>(names.size());
+  const double sign = options_.maximize ? -1.0 : 1.0;
+  split->d = d;
+  // Rank key (Optuna's): completed trials by value, then pruned ones by
+  // (-last step, value at it), then running ones (the constant liar).
+  struct Scored {
+    double step_key, value_key;
+    int number;
+    int row;  // index into `rows`, or -1 if the trial lacks a parameter
+  };
+  std::vector<Scored> scored;
+  scored.reserve(history.size());
+  std::vector<double> rows;  // internal values
+  rows.reserve(history.size() * d);
+  std::vector<double> row(d);
+  int n = 0;
+  for (const Trial& t : history) {
+    bool complete_row = true;
+    for (int j = 0; j < d && complete_row; ++j) {
+      auto it = t.params.find(names[j]);
+      std::optional<double> v;
+      if (it != t.params.end()) v = ToInternal(*dists[j], it->second);
+      if (!v) complete_row = false;
+      else row[j] = *v;
+    }
+    int row_index = -1;
+    if (complete_row) {
+      row_index = static_cast<int>(rows.size()) / std::max(d, 1);
+      rows.insert(rows.end(), row.begin(), row.end());
+    }
+    Scored s{0, 0, t.number, row_index};
+    if (t.state == TrialState::kCompleted) {
+      if (!t.value || std::isnan(*t.value)) continue;
+      s.step_key = -kInf;
+      s.value_key = sign * *t.value;
+      ++n;
+    } else if (t.state == TrialState::kPruned) {
+      if (!t.intermediate.empty()) {
+        auto last = std::prev(t.intermediate.end());
+        s.step_key = -static_cast<double>(last->first);
+        s.value_key = std::isnan(last->second) ? kInf : sign * last->second;
+      } else {
+        s.step_key = 1;
+        s.value_key = 0;
+      }
+      ++n;
+    } else if (options_.constant_liar &&
+               (t.state == TrialState::kRunning || t.state == TrialState::kPaused)) {
+      s.step_key = kInf;
+      s.value_key = kInf;
+    } else {
+      continue;
+    }
+    scored.push_back(s);
+  }
+  split->taken = std::move(rows);
+  if (n < options_.n_startup_trials || n == 0) return false;
+
+  int n_below = options_.gamma ? static_cast<int>(std::ceil(*options_.gamma * n)) : DefaultGamma(n);
+  n_below = std::clamp(n_below, 0, static_cast<int>(scored.size()));
+  auto better = [](const Scored& a, const Scored& b) {
+    if (a.step_key != b.step_key) return a.step_key < b.step_key;
+    if (a.value_key != b.value_key) return a.value_key < b.value_key;
+    return a.number < b.number;
+  };
+  std::vector<int> order(scored.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<char> is_below(scored.size(), 0);
+  if (n_below > 0) {
+    std::nth_element(order.begin(), order.begin() + (n_below - 1), order.end(),
+                     [&](int a, int b) { return better(scored[a], scored[b]); });
+    for (int r = 0; r < n_below; ++r) is_below[order[r]] = 1;
+  }
+  split->below.clear();
+  split->above.clear();
+  for (size_t i = 0; i < scored.size(); ++i) {
+    if (scored[i].row < 0) continue;
+    auto& dst = is_below[i] ? split->below : split->above;
+    const double* src = split->taken.data() + static_cast<size_t>(scored[i].row) * d;
+    for (int j = 0; j < d; ++j) dst.push_back(ToParzenCoordinate(*dists[j], src[j]));
+  }
+  split->below_weights = DefaultWeights(static_cast<int>(split->below.size()) / std::max(d, 1));
+  split->above_weights = DefaultWeights(static_cast<int>(split->above.size()) / std::max(d, 1));
+  return true;
+}
+
+std::vector<std::vector<double>> TpeSampler::RankedCandidates(
+    const std::vector<const Distribution*>& dists, const Split& split, int n_candidates) {
+  const int d = split.d;
+  std::vector<ParzenDimension> axes;
+  axes.reserve(d);
+  for (const Distribution* dist : dists) axes.push_back(ParzenDimensionOf(*dist));
+  ParzenEstimatorOptions pe;
+  pe.consider_prior = options_.consider_prior;
+  pe.prior_weight = options_.prior_weight;
+  pe.consider_magic_clip = options_.consider_magic_clip;
+  pe.consider_endpoints = options_.consider_endpoints;
+  pe.multivariate = options_.multivariate;
+  ParzenEstimator l(axes, split.below, split.below_weights, pe);
+  ParzenEstimator g(axes, split.above, split.above_weights, pe);
+
+  std::vector<double> x;
+  l.Sample(rng_, n_candidates, &x);
+  std::vector<std::vector<double>> internal(n_candidates, std::vector<double>(d));
+  for (int i = 0; i < n_candidates; ++i) {
+    for (int j = 0; j < d; ++j) {
+      double& xij = x[static_cast<size_t>(i) * d + j];
+      internal[i][j] = FromParzenCoordinate(*dists[j], xij);
+      xij = ToParzenCoordinate(*dists[j], internal[i][j]);  // score the value actually suggested
+    }
+  }
+  std::vector<double> log_l, log_g;
+  l.LogPdf(x, &log_l);
+  g.LogPdf(x, &log_g);
+  std::vector<int> order(n_candidates);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return log_l[a] - log_g[a] > log_l[b] - log_g[b];
+  });
+  std::vector<std::vector<double>> ranked;
+  ranked.reserve(n_candidates);
+  for (int i : order) ranked.push_back(std::move(internal[i]));
+  return ranked;
+}
+
+ParamMap TpeSampler::SampleRelative(const SearchSpace& relative, const History& history) {
+  if (relative.empty()) return {};
+  std::vector<std::string> names;
+  std::vector<const Distribution*> dists;
+  bool all_discrete = true;
+  for (const auto& [name, dist] : relative) {
+    names.push_back(name);
+    dists.push_back(&dist);
+    all_discrete = all_discrete && IsDiscrete(dist);
+  }
+  Split split;
+  if (!BuildSplit(names, dists, history, &split)) return {};
+  const int d = split.d;
+  const size_t n_taken = split.taken.size() / d;
+  auto is_taken = [&](const std::vector<double>& row) {
+    if (!all_discrete) return false;
+    for (size_t t = 0; t < n_taken; ++t)
+      if (std::equal(row.begin(), row.end(), split.taken.begin() + t * d)) return true;
+    return false;
+  };
+  auto to_params = [&](const std::vector<double>& row) {
+    ParamMap params;
+    for (int j = 0; j < d; ++j) params[names[j]] = FromInternal(*dists[j], row[j]);
+    return params;
+  };
+
+  std::vector<std::vector<double>> ranked =
+      RankedCandidates(dists, split, std::max(1, options_.n_ei_candidates));
+  const std::vector<double> best = ranked.front();
+  for (int round = 0; round <= kDuplicateRounds; ++round) {
+    if (round > 0) ranked = RankedCandidates(dists, split, std::max(1, options_.n_ei_candidates));
+    for (const auto& row : ranked)
+      if (!is_taken(row)) return to_params(row);
+  }
+  // l(x) keeps proposing known points: fall back to random ones.
+  std::vector<double> row(d);
+  for (int attempt = 0; attempt < kRandomRetries; ++attempt) {
+    for (int j = 0; j < d; ++j) row[j] = *ToInternal(*dists[j], SampleUniform(*dists[j], rng_));
+    if (!is_taken(row)) return to_params(row);
+  }
+  return to_params(best);  // the space is (nearly) exhausted
+}
+
+ParamValue TpeSampler::SampleIndependent(const std::string& name, const Distribution& dist,
+                                         const History& history) {
+  // A repeated name or a new history means a new trial.
+  if (pending_.count(name) || history.size() != pending_history_size_) {
+    ResetPending();
+    pending_history_size_ = history.size();
+  }
+  const bool discrete = IsDiscrete(dist);
+  auto acceptable = [&](const ParamValue& v) {
+    return !discrete || !CompletesDuplicate(name, v, history);
+  };
+  Split split;
+  ParamValue result;
+  bool found = false;
+  if (BuildSplit({name}, {&dist}, history, &split)) {
+    auto ranked = RankedCandidates({&dist}, split, std::max(1, options_.n_ei_candidates));
+    result = FromInternal(dist, ranked.front()[0]);
+    for (const auto& row : ranked) {
+      ParamValue v = FromInternal(dist, row[0]);
+      if (acceptable(v)) {
+        result = v;
+        found = true;
+        break;
+      }
+    }
+  } else {
+    result = SampleUniform(dist, rng_);
+    found = acceptable(result);
+  }
+  for (int attempt = 0; !found && attempt < kRandomRetries; ++attempt) {
+    ParamValue v = SampleUniform(dist, rng_);
+    if (acceptable(v)) {
+      result = v;
+      found = true;
+    }
+  }
+  Remember(name, result, discrete, history);
+  return result;
+}
+
+// True if `value` for `name`, with the values already chosen for this trial,
+// is exactly the parameter set of a trial in `history`.
+bool TpeSampler::CompletesDuplicate(const std::string& name, const ParamValue& value,
+                                    const History& history) {
+  if (!pending_discrete_) return false;  // a continuous value never repeats
+  if (!matches_valid_) {
+    prefix_matches_.clear();
+    for (size_t i = 0; i < history.size(); ++i) {
+      const ParamMap& p = history[i].params;
+      bool match = true;
+      for (const auto& [k, v] : pending_) {
+        auto it = p.find(k);
+        if (it == p.end() || !ParamEquals(it->second, v)) {
+          match = false;
+          break;
+        }
+      }
+      if (match) prefix_matches_.push_back(static_cast<int>(i));
+    }
+    matches_valid_ = true;
+  }
+  for (int idx : prefix_matches_) {
+    const ParamMap& p = history[idx].params;
+    if (p.size() != pending_.size() + 1) continue;
+    auto it = p.find(name);
+    if (it != p.end() && ParamEquals(it->second, value)) return true;
+  }
+  return false;
+}
+
+void TpeSampler::Remember(const std::string& name, const ParamValue& value, bool discrete,
+                          const History& history) {
+  pending_[name] = value;
+  if (!discrete) {
+    pending_discrete_ = false;
+    matches_valid_ = false;
+    prefix_matches_.clear();
+    return;
+  }
+  if (!matches_valid_) return;  // computed lazily when first needed
+  std::vector<int> kept;
+  for (int idx : prefix_matches_) {
+    auto it = history[idx].params.find(name);
+    if (it != history[idx].params.end() && ParamEquals(it->second, value)) kept.push_back(idx);
+  }
+  prefix_matches_.swap(kept);
+}
+
+}  // namespace tune

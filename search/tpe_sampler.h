@@ -1,0 +1,99 @@
+// TpeSampler: the Tree-structured Parzen Estimator (Bergstra et al. 2011),
+// with Optuna's TPESampler semantics and defaults.
+//
+// After `n_startup_trials` completed or pruned trials (random draws until
+// then), the trials are split into the gamma(n) best ("below", l(x)) and the
+// rest ("above", g(x)); `n_ei_candidates` points are drawn from l(x) and the
+// one maximising log l(x) - log g(x) is suggested. Pruned trials rank after
+// completed ones, by (last step reached, value at that step); with
+// `constant_liar`, running trials count as the worst. Failed and stopped
+// trials are ignored.
+//
+// Univariate mode (default) models each parameter on its own through
+// SampleIndependent; `multivariate` models all of them jointly through
+// RelativeSpace/SampleRelative. In a discrete space a suggestion never
+// repeats the full parameter set of a trial in the history (running or
+// finished) while an alternative exists.
+//
+// All randomness comes from the rng set by Reseed, so the same history and
+// seed give the same suggestion (resume-safe). Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "search/parzen_estimator.h"
+#include "search/sampler.h"
+
+namespace tune {
+
+struct TpeSamplerOptions {
+  int n_startup_trials = 10;
+  int n_ei_candidates = 24;
+  // Fraction of the n completed/pruned trials that form l(x): ceil(gamma n).
+  // Unset: Optuna's default min(ceil(0.1 n), 25).
+  std::optional<double> gamma;
+  double prior_weight = 1.0;
+  bool consider_prior = true;
+  bool consider_magic_clip = true;
+  bool consider_endpoints = false;
+  bool multivariate = false;
+  bool constant_liar = true;
+  bool maximize = false;  // the objective's direction (Trial::value is raw)
+  uint64_t seed = 0;
+};
+
+// Optuna's default_gamma: the size of the "below" group for n trials.
+int DefaultGamma(int n);
+// Optuna's default_weights: n ones, or for n > 25 a ramp from 1/n to 1 over
+// the n - 25 oldest trials followed by 25 ones (oldest first).
+std::vector<double> DefaultWeights(int n);
+
+class TpeSampler : public Sampler {
+ public:
+  explicit TpeSampler(const TpeSamplerOptions& options);
+
+  // All of `space` when multivariate, else nothing.
+  SearchSpace RelativeSpace(const SearchSpace& space, const History& history) override;
+  // Joint TPE over `relative`; {} during the startup phase.
+  ParamMap SampleRelative(const SearchSpace& relative, const History& history) override;
+  // Univariate TPE for one parameter (random during the startup phase).
+  ParamValue SampleIndependent(const std::string& name, const Distribution& dist,
+                               const History& history) override;
+  void Reseed(uint64_t seed) override;
+
+  const TpeSamplerOptions& options() const { return options_; }
+
+ private:
+  struct Split;
+
+  // Fills `split` from `history` for the parameters `names`; false while in
+  // the startup phase.
+  bool BuildSplit(const std::vector<std::string>& names, const std::vector<const Distribution*>& dists,
+                  const History& history, Split* split) const;
+  // TPE over the parameters of `split`: candidates ranked best first, each a
+  // row of internal values (Distribution's internal representation).
+  std::vector<std::vector<double>> RankedCandidates(const std::vector<const Distribution*>& dists,
+                                                    const Split& split, int n_candidates);
+  // Univariate bookkeeping for duplicate avoidance within one trial.
+  bool CompletesDuplicate(const std::string& name, const ParamValue& value,
+                          const History& history);
+  void Remember(const std::string& name, const ParamValue& value, bool discrete,
+                const History& history);
+  void ResetPending();
+
+  TpeSamplerOptions options_;
+  std::mt19937_64 rng_;
+  // Values chosen so far for the trial being sampled (univariate mode), and
+  // the history trials that share all of them.
+  ParamMap pending_;
+  bool pending_discrete_ = true;  // every pending value is of a discrete domain
+  bool matches_valid_ = false;    // prefix_matches_ is computed
+  std::vector<int> prefix_matches_;
+  size_t pending_history_size_ = 0;
+};
+
+}  // namespace tune
