@@ -86,6 +86,7 @@ struct TrialRow {
   TrialState state = TrialState::kPending;
   int attempt = 0;
   std::string experiment;
+  bool started = false;  // some attempt has started
 };
 
 class SqliteStorage final : public Storage {
@@ -184,7 +185,7 @@ Status SqliteStorage::CheckExperiment(ExperimentId e) {
 
 Result<TrialRow> SqliteStorage::LoadTrial(TrialId t) {
   StmtScope s(Stmt(
-      "SELECT t.number, t.state, t.attempt, e.name FROM trials t "
+      "SELECT t.number, t.state, t.attempt, e.name, t.started_at IS NOT NULL FROM trials t "
       "JOIN experiments e ON e.id = t.experiment_id WHERE t.id = ?"));
   s->bind(1, static_cast<int64_t>(t));
   if (!s->executeStep()) {
@@ -195,6 +196,7 @@ Result<TrialRow> SqliteStorage::LoadTrial(TrialId t) {
   row.state = StateFromText(s->getColumn(1).getString());
   row.attempt = s->getColumn(2).getInt();
   row.experiment = s->getColumn(3).getString();
+  row.started = s->getColumn(4).getInt() != 0;
   return row;
 }
 
@@ -365,7 +367,10 @@ Status SqliteStorage::StartTrial(TrialId t, int attempt, const std::string& loca
                                         TrialStateName(row.state) + "; only a pending or " +
                                         "paused trial can start");
     }
-    if (attempt < row.attempt) {
+    // A retried trial needs a new attempt number, so that the failed
+    // attempt's reports stay out of the new one's learning curve.
+    bool retried = row.state == TrialState::kPending && row.started;
+    if (attempt < row.attempt || (retried && attempt == row.attempt)) {
       return Status::FailedPrecondition(
           TrialName(t, row) + " cannot start attempt " + std::to_string(attempt) +
           ": attempt " + std::to_string(row.attempt) + " was already made");

@@ -1,0 +1,98 @@
+// The schema version check and the connection settings, on real files.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "tests/storage/temp_dir.h"
+#include "tuner/storage/sqlite_schema.h"
+#include "tuner/storage/storage.h"
+
+namespace tune {
+namespace {
+
+TEST_CASE("a new database gets WAL mode and the current schema version", "[storage][schema]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("new.db");
+  REQUIRE(OpenSqliteStorage(path).ok());
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  CHECK(raw.execAndGet("PRAGMA journal_mode").getString() == "wal");
+  CHECK(raw.execAndGet("PRAGMA user_version").getInt() == internal::kSchemaVersion);
+  for (const char* table : {"experiments", "trials", "trial_params", "reports", "metrics"}) {
+    CHECK(raw.tableExists(table));
+  }
+  // Opening again (an existing, current database) changes nothing.
+  REQUIRE(OpenSqliteStorage(path).ok());
+  CHECK(raw.execAndGet("PRAGMA user_version").getInt() == internal::kSchemaVersion);
+}
+
+TEST_CASE("foreign keys are enforced on the storage's connection", "[storage][schema]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("fk.db");
+  auto db = std::move(OpenSqliteStorage(path)).value();
+  // CreateTrial on a missing experiment is NotFound before any insert; a
+  // raw insert with the same pragma shows the constraint itself exists.
+  CHECK(db->CreateTrial(42, {}).status().IsNotFound());
+  SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+  raw.exec("PRAGMA foreign_keys = ON");
+  CHECK_THROWS_AS(raw.exec("INSERT INTO trials (experiment_id, number, state, params_json) "
+                           "VALUES (42, 0, 'pending', '{}')"),
+                  SQLite::Exception);
+  CHECK_THROWS_AS(raw.exec("INSERT INTO experiments (name, spec_json, state, seed, created_at) "
+                           "VALUES ('x', '{}', 'exploding', 1, 0)"),
+                  SQLite::Exception);
+}
+
+TEST_CASE("a database from a newer tune is refused with a clear message", "[storage][schema]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("future.db");
+  REQUIRE(OpenSqliteStorage(path).ok());
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    raw.exec("PRAGMA user_version = " + std::to_string(internal::kSchemaVersion + 1));
+  }
+  auto opened = OpenSqliteStorage(path);
+  REQUIRE_FALSE(opened.ok());
+  CHECK(opened.status().code() == StatusCode::kFailedPrecondition);
+  const std::string& m = opened.status().message();
+  CHECK(m.find(path) != std::string::npos);
+  CHECK(m.find("schema version " + std::to_string(internal::kSchemaVersion + 1)) !=
+        std::string::npos);
+  CHECK(m.find("newer tune") != std::string::npos);
+}
+
+TEST_CASE("files that are not tune databases are refused", "[storage][schema]") {
+  testing::TempDir dir;
+  SECTION("another application's SQLite file") {
+    const std::string path = dir.File("other.db");
+    {
+      SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+      raw.exec("CREATE TABLE notes (body TEXT)");
+    }
+    auto opened = OpenSqliteStorage(path);
+    CHECK(opened.status().code() == StatusCode::kFailedPrecondition);
+    CHECK(opened.status().message().find("not a tune results database") != std::string::npos);
+    SQLite::Database raw(path, SQLite::OPEN_READONLY);
+    CHECK_FALSE(raw.tableExists("trials"));  // left untouched
+  }
+  SECTION("a text file") {
+    const std::string path = dir.File("experiment.json");
+    std::ofstream(path) << "{\"name\": \"this is not a database, but it is long enough\"}\n";
+    auto opened = OpenSqliteStorage(path);
+    CHECK(opened.status().code() == StatusCode::kFailedPrecondition);
+    CHECK(opened.status().message().find("not an SQLite database") != std::string::npos);
+  }
+  SECTION("a missing file when the caller does not want one created") {
+    const std::string path = dir.File("missing.db");
+    CHECK(OpenSqliteStorage(path, /*create_if_missing=*/false).status().IsNotFound());
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  SECTION("a directory that does not exist") {
+    auto opened = OpenSqliteStorage(dir.File("no/such/dir/tune.db"));
+    CHECK_FALSE(opened.ok());
+  }
+}
+
+}  // namespace
+}  // namespace tune
