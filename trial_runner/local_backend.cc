@@ -91,6 +91,7 @@ struct LocalBackend::Attempt {
   LaunchSpec spec;
   std::vector<Rank> ranks;
   ResourceGrant grant;
+  bool grant_released = false;
   PortReservation port;
   int out_fd = -1;   // read end of rank 0's stdout+stderr pipe
   int log0_fd = -1;  // rank_0.log, written by the monitor
@@ -355,7 +356,17 @@ Status LocalBackend::Kill(TrialId id, std::chrono::milliseconds grace) {
   if (a.done) return Status::Ok();
   if (a.failure.empty()) a.failure = "killed";
   BeginTermination(a, grace);
+  // The trial is over for the tuner: its slots go to the next one now,
+  // while this one spends its grace period exiting.
+  ReleaseGrant(a);
   return Status::Ok();
+}
+
+void LocalBackend::ReleaseGrant(Attempt& a) {
+  if (a.grant_released) return;
+  pool_.Release(a.grant);
+  a.grant = ResourceGrant{};
+  a.grant_released = true;
 }
 
 void LocalBackend::BeginTermination(Attempt& a, std::chrono::milliseconds grace) {
@@ -382,6 +393,7 @@ void LocalBackend::Shutdown() {
     if (a->done) continue;
     if (a->failure.empty()) a->failure = "killed (tuner shutdown)";
     BeginTermination(*a, options_.shutdown_grace);
+    ReleaseGrant(*a);
   }
   // Bounded: a process stuck in the kernel must not hang the tuner; the
   // supervisors' parent-death signal still takes the groups down when the
@@ -418,7 +430,9 @@ void LocalBackend::HandleLine(Attempt& a, std::string_view line) {
   ++a.report_count;
   report.step = a.report_count;
   auto t = values->find(a.spec.time_attr);
-  if (t != values->end() && std::isfinite(t->second)) report.step = std::llround(t->second);
+  if (t != values->end() && std::isfinite(t->second) && std::fabs(t->second) < 9e18) {
+    report.step = std::llround(t->second);
+  }
   report.values = std::move(*values);
   report.time = UnixNow();
   a.pending.push_back(std::move(report));
@@ -428,8 +442,14 @@ void LocalBackend::ReadOutput(Attempt& a, bool final_drain) {
   if (a.out_fd < 0) return;
   const size_t before = a.pending.size();
   char buf[65536];
-  // Bounded per call so one chatty trial cannot starve the others.
-  for (int reads = 0; final_drain || reads < 16; ++reads) {
+  // Bounded per call so one chatty trial cannot starve the others; the
+  // final drain stops too if an escaped process keeps the pipe busy.
+  const int max_reads = final_drain ? 4096 : 16;
+  for (int reads = 0;; ++reads) {
+    if (reads == max_reads) {
+      if (final_drain) CloseFd(a.out_fd);
+      break;
+    }
     ssize_t n = ::read(a.out_fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN && !final_drain) break;
@@ -488,8 +508,7 @@ void LocalBackend::FinishIfDone(Attempt& a) {
   a.done = true;
   a.status.state = a.failure.empty() ? RunState::kSucceeded : RunState::kFailed;
   a.status.message = a.failure;
-  pool_.Release(a.grant);
-  a.grant = ResourceGrant{};
+  ReleaseGrant(a);
   a.port.Release();
   CloseFd(a.log0_fd);
   NotifyEvent();

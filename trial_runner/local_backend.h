@@ -80,9 +80,11 @@ class LocalBackend : public TrialBackend {
   // s", or "killed" (Kill). kNotFound for an unknown trial.
   Result<RunStatus> State(TrialId id) override;
   // SIGTERM to every rank's process group now, SIGKILL after `grace`,
-  // without blocking. Resources and the port are freed once every rank is
-  // gone (at most `grace` later). OK if the attempt already ended;
-  // kNotFound for an unknown trial.
+  // without blocking. CPU slots and GPUs are freed at once (the next trial
+  // may start while this one exits); the MASTER_PORT once every rank is
+  // gone. After a rank fails or a timeout, resources are freed when the
+  // last rank has exited. OK if the attempt already ended; kNotFound for an
+  // unknown trial.
   Status Kill(TrialId id, std::chrono::milliseconds grace = std::chrono::seconds(5)) override;
   void WaitForEvent(std::chrono::milliseconds timeout) override;
   // Kills every running attempt (Options::shutdown_grace), waits until all
@@ -108,6 +110,7 @@ class LocalBackend : public TrialBackend {
   void CheckDeadlines(std::chrono::steady_clock::time_point now);
   void FinishIfDone(Attempt& a);                         // monitor thread
   void BeginTermination(Attempt& a, std::chrono::milliseconds grace);
+  void ReleaseGrant(Attempt& a);
   void Wake();
   void NotifyEvent();
 
