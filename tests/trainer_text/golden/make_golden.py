@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Makes the tokenizer golden fixtures for tests/trainer_text.
+
+Needs Hugging Face `tokenizers` (pip) and, for the bpe_train check, a built
+bpe_train. Not needed to run the tests: its output is committed.
+
+    python3 make_golden.py --bpe-train BUILD/bin/bpe_train
+
+Writes, next to this script:
+  corpus.txt               training text (Debian fortunes + a few multilingual lines)
+  <variant>/tokenizer.json byte-level BPE tokenizers built with `tokenizers`:
+      gpt2       ByteLevel pre-tokenizer, NFC, merges as "a b" strings
+      gpt2_prefix ByteLevel(add_prefix_space=True), merges as [a, b] pairs
+      qwen2      Sequence[Split(Qwen2 regex), ByteLevel(use_regex=False)], NFC,
+                 extra added tokens (lstrip, rstrip, single_word, normalized)
+      llama3     Sequence[Split(Llama-3 regex), ByteLevel], ignore_merges,
+                 TemplateProcessing with <|begin_of_text|>
+      splits     Split behaviours (Removed, MergedWithPrevious/Next,
+                 Contiguous, invert) and Digits
+  bpe_train/tokenizer.json our bpe_train's output on corpus.txt (loaded by
+                 `tokenizers` here: the check that HF reads it)
+  ids.json                 for every variant and string: ids without and with
+                 special tokens, and `tokenizers`' decode of the ids
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
+from tokenizers import pre_tokenizers, processors, trainers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+         r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+          r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>"]
+
+STRINGS = [
+    "Hello, world!",
+    "The quick brown fox jumps over the lazy dog.",
+    "  leading and trailing   spaces   ",
+    "tabs\tand\nnewlines\n\n\nand\r\nCRLF",
+    "   \n  \n\t\t \n",
+    "x          y",
+    "numbers 1234567 and 3.14159, 2026-11-22, 42nd",
+    "punctuation!!! ??? ... --- (parens) [brackets] {braces} @#$%^&*",
+    "I'M SURE it's what they'd've WANTED, y'all'll see",
+    "emoji: \U0001F600\U0001F389\U0001F44D\U0001F3FD family \U0001F468\u200d\U0001F469\u200d\U0001F467",
+    "Korean: \uc548\ub155\ud558\uc138\uc694, \uc138\uacc4! \ud55c\uad6d\uc5b4 \ud1a0\ud06c\ub098\uc774\uc800",
+    "Mixed \u4e2d\u6587 and English \u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8",
+    "Caf\u00e9, na\u00efve, r\u00e9sum\u00e9 \u2014 NFC: e\u0301 vs \u00e9, \u212b",
+    "\u00a0non-breaking\u2003em space\u3000ideographic",
+    "special <|endoftext|> inside<|im_start|>text<|im_end|>\n",
+    "<|begin_of_text|>llama3 bos in text<|endoftext|><|endoftext|>",
+    "mask   [MASK]   lstrip and <eot>   rstrip",
+    "say hello world! and helloworld, single_word <sw> vs a<sw>b",
+    "def f(x):\n    return x**2  # comment\n",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "",
+    " ",
+    "\n",
+    "fortune: Q: How many programmers does it take to change a light bulb?",
+]
+
+
+def make_corpus(path):
+    lines = []
+    for name in ["computers", "science", "linux"]:
+        src = os.path.join("/usr/share/games/fortunes", name)
+        if not os.path.exists(src):
+            continue
+        with open(src, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.strip() == "%":
+                    lines.append("")
+                else:
+                    lines.append(line.rstrip("\n"))
+    text = "\n".join(lines)[:60000]
+    extra = ("\n\n" + STRINGS[9] + "\n" + STRINGS[10] + "\n" + STRINGS[11] + "\n" + STRINGS[12] +
+             "\n안녕하세요 세계 한국어 문장입니다. 😀 🎉 日本語 中文\n")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text + extra * 3)
+
+
+def train_base(corpus, vocab_size, pre_tokenizer, special_tokens):
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_tokens,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train([corpus], trainer)
+    return tok
+
+
+def save(tok, name, merges_as_strings=False, edit=None):
+    d = os.path.join(HERE, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "tokenizer.json")
+    tok.save(path, pretty=True)
+    if merges_as_strings or edit:
+        with open(path, encoding="utf-8") as f:
+            j = json.load(f)
+        if merges_as_strings:
+            j["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in j["model"]["merges"]]
+        if edit:
+            edit(j)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(j, f, ensure_ascii=False, indent=1)
+    return Tokenizer.from_file(path)  # what the C++ side reads
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bpe-train", help="path to a built bpe_train")
+    args = ap.parse_args()
+    corpus = os.path.join(HERE, "corpus.txt")
+    make_corpus(corpus)
+
+    variants = {}
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    base = train_base(corpus, 800, byte_level, SPECIALS[:3])
+    variants["gpt2"] = save(base, "gpt2", merges_as_strings=True)
+
+    pre = train_base(corpus, 800, pre_tokenizers.ByteLevel(add_prefix_space=True), SPECIALS[:1])
+    variants["gpt2_prefix"] = save(pre, "gpt2_prefix")
+
+    qwen = train_base(corpus, 800, pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]), SPECIALS[:3])
+    qwen.add_special_tokens([AddedToken("[MASK]", lstrip=True, special=True)])
+    qwen.add_tokens([AddedToken("<eot>", rstrip=True, normalized=False),
+                     AddedToken("hello world", normalized=True),
+                     AddedToken("<sw>", single_word=True, normalized=False)])
+    variants["qwen2"] = save(qwen, "qwen2")
+
+    llama = train_base(corpus, 800, pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+        ["<|begin_of_text|>", "<|end_of_text|>"])
+    bos = llama.token_to_id("<|begin_of_text|>")
+    llama.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A $B",
+                                      special_tokens=[("<|begin_of_text|>", bos)])])
+    llama.normalizer = None
+
+    def ignore_merges(j):
+        j["model"]["ignore_merges"] = True
+    variants["llama3"] = save(llama, "llama3", edit=ignore_merges)
+
+    splits = train_base(corpus, 600, pre_tokenizers.Sequence([
+        pre_tokenizers.Split("-", behavior="removed"),
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.Split(Regex(r"[.,!?]+"), behavior="merged_with_previous"),
+        pre_tokenizers.Split(Regex(r"\s+"), behavior="merged_with_next"),
+        pre_tokenizers.Split(Regex(r"\p{P}"), behavior="contiguous"),
+        pre_tokenizers.Split(Regex(r"[^\t]+"), behavior="removed", invert=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=False)]), SPECIALS[:1])
+    splits.normalizer = normalizers.Sequence([normalizers.NFKC()])
+    splits.post_processor = processors.TemplateProcessing(
+        single="$A <|endoftext|>", special_tokens=[("<|endoftext|>", 0)])
+    variants["splits"] = save(splits, "splits")
+
+    if args.bpe_train:
+        out = os.path.join(HERE, "bpe_train", "tokenizer.json")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        subprocess.run([args.bpe_train, "--corpus", corpus, "--vocab-size", "700", "--out", out,
+                        "--special", "<|endoftext|>,<|im_start|>,<|im_end|>"], check=True)
+        variants["bpe_train"] = Tokenizer.from_file(out)  # HF must load it
+    else:
+        print("note: --bpe-train not given; bpe_train fixtures not refreshed", file=sys.stderr)
+        out = os.path.join(HERE, "bpe_train", "tokenizer.json")
+        if os.path.exists(out):
+            variants["bpe_train"] = Tokenizer.from_file(out)
+
+    golden = {}
+    for name, tok in variants.items():
+        cases = []
+        for s in STRINGS:
+            ids = tok.encode(s, add_special_tokens=False).ids
+            cases.append({
+                "text": s,
+                "ids": ids,
+                "ids_special": tok.encode(s, add_special_tokens=True).ids,
+                "decoded": tok.decode(ids, skip_special_tokens=False),
+            })
+        golden[name] = {"vocab_size": tok.get_vocab_size(with_added_tokens=True), "cases": cases}
+    with open(os.path.join(HERE, "ids.json"), "w", encoding="utf-8") as f:
+        json.dump(golden, f, ensure_ascii=False, indent=1)
+    import tokenizers
+    print("tokenizers", tokenizers.__version__, "variants:", ", ".join(golden))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+// Tokenizer against golden ids made by Hugging Face `tokenizers`
+// (golden/make_golden.py), decode round trips and load errors.
+#include "trainer/text/tokenizer.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+namespace tune::text {
+namespace {
+
+const std::string kGolden = std::string(TUNE_SOURCE_DIR) + "/tests/trainer_text/golden/";
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+void CheckVariant(const std::string& name) {
+  nlohmann::json golden = ReadJson(kGolden + "ids.json")[name];
+  auto tok = Tokenizer::Load(kGolden + name + "/tokenizer.json");
+  INFO(tok.status().message());
+  REQUIRE(tok.ok());
+  CHECK(tok->vocab_size() == golden["vocab_size"].get<int32_t>());
+  REQUIRE(golden["cases"].size() > 10);
+  for (const auto& c : golden["cases"]) {
+    std::string text = c["text"].get<std::string>();
+    INFO(name << ": text \"" << text << "\"");
+    std::vector<int32_t> ids = tok->Encode(text);
+    CHECK(ids == c["ids"].get<std::vector<int32_t>>());
+    CHECK(tok->Encode(text, /*add_special=*/true) == c["ids_special"].get<std::vector<int32_t>>());
+    CHECK(tok->Decode(ids) == c["decoded"].get<std::string>());
+  }
+}
+
+TEST_CASE("golden ids: GPT-2 style ByteLevel, string merges", "[tokenizer]") { CheckVariant("gpt2"); }
+TEST_CASE("golden ids: ByteLevel add_prefix_space, pair merges", "[tokenizer]") {
+  CheckVariant("gpt2_prefix");
+}
+TEST_CASE("golden ids: Qwen2 Split regex + ByteLevel, added tokens", "[tokenizer]") {
+  CheckVariant("qwen2");
+}
+TEST_CASE("golden ids: Llama-3 regex, ignore_merges, TemplateProcessing", "[tokenizer]") {
+  CheckVariant("llama3");
+}
+TEST_CASE("golden ids: Split behaviours, Digits, NFKC", "[tokenizer]") { CheckVariant("splits"); }
+TEST_CASE("golden ids: bpe_train output read by tokenizers", "[tokenizer]") {
+  CheckVariant("bpe_train");
+}
+
+TEST_CASE("decode round-trips text, special tokens and invalid UTF-8", "[tokenizer]") {
+  auto tok = Tokenizer::Load(kGolden + "qwen2/tokenizer.json");
+  REQUIRE(tok.ok());
+  for (std::string s : {"plain ascii", "  many   spaces \n\n\t tabs", "안녕하세요 😀 e\xcc\x81",
+                        "<|im_start|>user\nhi<|im_end|>", "x=1234567890;"}) {
+    // NFC changes e + U+0301 into U+00E9; compare with the composed form.
+    std::string expect = s;
+    if (auto at = expect.find("e\xcc\x81"); at != std::string::npos) expect.replace(at, 3, "\xc3\xa9");
+    CHECK(tok->Decode(tok->Encode(s)) == expect);
+  }
+  // Invalid bytes are replaced by U+FFFD before encoding.
+  CHECK(tok->Decode(tok->Encode("a\xff" "b")) == "a\xef\xbf\xbd" "b");
+  // A byte-level token cut in the middle of a UTF-8 character decodes to U+FFFD.
+  std::vector<int32_t> korean = tok->Encode("한");
+  REQUIRE(!korean.empty());
+  auto byte_token = tok->TokenId("\xc3\xac");  // byte 0xEC, the first byte of '한'
+  REQUIRE(byte_token.has_value());
+  CHECK(tok->Decode({*byte_token}) == "\xef\xbf\xbd");
+}
+
+TEST_CASE("token lookups and special ids", "[tokenizer]") {
+  auto tok = Tokenizer::Load(kGolden + "qwen2/tokenizer.json");
+  REQUIRE(tok.ok());
+  auto eot = tok->TokenId("<|endoftext|>");
+  REQUIRE(eot.has_value());
+  CHECK(tok->eos_id() == eot);
+  CHECK(tok->IdToken(*eot) == std::optional<std::string>("<|endoftext|>"));
+  CHECK(tok->TokenId("Ġthe").has_value());
+  CHECK_FALSE(tok->TokenId("no such token").has_value());
+  CHECK_FALSE(tok->IdToken(-1).has_value());
+  CHECK_FALSE(tok->IdToken(tok->vocab_size()).has_value());
+  CHECK(tok->special_prefix().empty());
+
+  auto llama = Tokenizer::Load(kGolden + "llama3/tokenizer.json");
+  REQUIRE(llama.ok());
+  CHECK(llama->bos_id() == llama->TokenId("<|begin_of_text|>"));
+  CHECK(llama->eos_id() == llama->TokenId("<|end_of_text|>"));
+  CHECK(llama->special_prefix() == std::vector<int32_t>{*llama->bos_id()});
+  CHECK(llama->Encode("", true) == std::vector<int32_t>{*llama->bos_id()});
+}
+
+// Writes `json` as tokenizer.json in a fresh directory and loads it.
+Result<Tokenizer> LoadText(const std::string& json, const std::string& config = "") {
+  static int n = 0;
+  std::string dir = std::string(TUNE_BIN_DIR) + "/../trainer_text_tmp/tok" + std::to_string(n++);
+  std::string cmd = "mkdir -p '" + dir + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ofstream(dir + "/tokenizer.json") << json;
+  std::remove((dir + "/tokenizer_config.json").c_str());
+  if (!config.empty()) std::ofstream(dir + "/tokenizer_config.json") << config;
+  return Tokenizer::Load(dir + "/tokenizer.json");
+}
+
+std::string WithField(const std::string& field, const nlohmann::json& value) {
+  nlohmann::json j = ReadJson(kGolden + "gpt2/tokenizer.json");
+  nlohmann::json* at = &j;
+  std::stringstream ss(field);
+  std::string part, last;
+  std::vector<std::string> parts;
+  while (std::getline(ss, part, '.')) parts.push_back(part);
+  for (size_t i = 0; i + 1 < parts.size(); ++i) at = &(*at)[parts[i]];
+  (*at)[parts.back()] = value;
+  return j.dump();
+}
+
+TEST_CASE("bad tokenizer files give errors naming the field", "[tokenizer]") {
+  auto missing = Tokenizer::Load(kGolden + "no/such/tokenizer.json");
+  CHECK(missing.status().IsNotFound());
+
+  auto not_json = LoadText("{\"model\": ");
+  CHECK(not_json.status().IsInvalidArgument());
+  CHECK_THAT(not_json.status().message(), Catch::Contains("not valid JSON"));
+
+  struct Case {
+    std::string field;
+    nlohmann::json value;
+    std::string expect;
+  };
+  auto J = [](const char* text) { return nlohmann::json::parse(text); };
+  std::vector<Case> cases = {
+      {"model.type", "WordPiece", "model.type: \"WordPiece\" is not supported"},
+      {"normalizer", J(R"({"type": "Lowercase"})"), "normalizer.type: \"Lowercase\" is not supported"},
+      {"pre_tokenizer", J(R"({"type": "Metaspace"})"), "pre_tokenizer.type: \"Metaspace\" is not supported"},
+      {"pre_tokenizer",
+       J(R"({"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "(unclosed"}}]})"),
+       "pre_tokenizer.pretokenizers[0].pattern: bad regex"},
+      {"pre_tokenizer", J(R"({"type": "Split", "pattern": {"Regex": "x"}, "behavior": "Sideways"})"),
+       "pre_tokenizer.behavior: \"Sideways\" is not supported"},
+      {"decoder", J(R"({"type": "WordPiece"})"), "decoder.type: \"WordPiece\" is not supported"},
+      {"post_processor", J(R"({"type": "BertProcessing"})"), "post_processor.type: \"BertProcessing\""},
+      {"model.merges", J(R"(["nosuchpiece x"])"),
+       "model.merges[0] (\"nosuchpiece\", \"x\"): \"nosuchpiece\" is not in model.vocab"},
+      {"model.merges", J("[42]"), "model.merges[0]: expected"},
+      {"model.vocab", J(R"({"a": "zero"})"), "model.vocab[\"a\"]"},
+      {"model.byte_fallback", true, "model.byte_fallback"},
+      {"added_tokens", J(R"([{"content": "x"}])"), "added_tokens[0]"},
+      {"truncation", J(R"({"max_length": 8})"), "truncation: must be null"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.field << " = " << c.value.dump());
+    auto tok = LoadText(WithField(c.field, c.value));
+    REQUIRE_FALSE(tok.ok());
+    CHECK(tok.status().IsInvalidArgument());
+    CHECK_THAT(tok.status().message(), Catch::Contains(c.expect));
+    CHECK_THAT(tok.status().message(), Catch::Contains("tokenizer.json"));
+  }
+}
+
+TEST_CASE("tokenizer_config.json names the special tokens", "[tokenizer]") {
+  std::string json = ReadJson(kGolden + "qwen2/tokenizer.json").dump();
+  auto tok = LoadText(json, R"({"eos_token": "<|im_end|>", "pad_token": {"content": "<|endoftext|>"}})");
+  REQUIRE(tok.ok());
+  CHECK(tok->eos_id() == tok->TokenId("<|im_end|>"));
+  CHECK(tok->pad_id() == tok->TokenId("<|endoftext|>"));
+  auto bad = LoadText(json, "{oops");
+  CHECK_THAT(bad.status().message(), Catch::Contains("tokenizer_config.json"));
+}
+
+}  // namespace
+}  // namespace tune::text

@@ -1,0 +1,71 @@
+// BpeModel: a BPE model's vocab and ranked merges, and the merge loop that
+// turns one pre-tokenized piece into ids (the same algorithm and tie-breaks
+// as `tokenizers`' Word::merge_all: lowest merge rank first, then leftmost).
+// Internal to lora_text.
+//
+// Thread-safety: Tokenize() is const and may run concurrently; the word cache
+// is guarded by a mutex.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tuner/core/status.h"
+
+namespace tune::text {
+
+struct BpeOptions {
+  std::optional<std::string> unk_token;
+  std::string continuing_subword_prefix;
+  std::string end_of_word_suffix;
+  bool fuse_unk = false;
+  bool ignore_merges = false;  // a piece that is a whole vocab entry skips merging
+};
+
+class BpeModel {
+ public:
+  // InvalidArgument if a merge's parts or result are not in the vocab, naming
+  // the merge index ("model.merges[12]").
+  static Result<BpeModel> Build(std::unordered_map<std::string, int32_t> vocab,
+                                const std::vector<std::pair<std::string, std::string>>& merges,
+                                BpeOptions options);
+  BpeModel(BpeModel&& other) noexcept;
+
+  // Appends the ids of `piece` to *ids. Characters without a vocab entry
+  // become unk_token if there is one, else are dropped (as `tokenizers`).
+  void Tokenize(std::string_view piece, std::vector<int32_t>* ids) const;
+
+  std::optional<int32_t> TokenId(std::string_view token) const;
+  const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
+
+ private:
+  BpeModel() = default;
+  void Merge(std::string_view piece, std::vector<int32_t>* ids) const;
+
+  struct MergeTarget {
+    int32_t rank;
+    int32_t new_id;
+  };
+  static uint64_t PairKey(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+
+  std::unordered_map<std::string, int32_t> vocab_;
+  std::unordered_map<uint64_t, MergeTarget> merges_;
+  BpeOptions options_;
+  std::optional<int32_t> unk_id_;
+
+  // piece -> ids; cleared when it grows past kMaxCacheEntries.
+  static constexpr size_t kMaxCacheEntries = 1 << 18;
+  static constexpr size_t kMaxCachedPieceBytes = 256;
+  mutable std::mutex cache_mu_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+};
+
+}  // namespace tune::text
