@@ -40,7 +40,7 @@ CREATE TABLE trials (
   message        TEXT    NOT NULL DEFAULT '',
   UNIQUE (experiment_id, number)
 );
-CREATE INDEX trials_by_state ON trials (experiment_id, state, value);
+CREATE INDEX trials_by_state ON trials (experiment_id, state);
 
 CREATE TABLE trial_params (
   trial_id    INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
@@ -53,7 +53,7 @@ CREATE TABLE trial_params (
 CREATE INDEX trial_params_by_value ON trial_params (name, value_num);
 
 CREATE TABLE reports (
-  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  id         INTEGER PRIMARY KEY,  -- max + 1: the order of arrival
   trial_id   INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
   attempt    INTEGER NOT NULL,
   step       INTEGER NOT NULL,

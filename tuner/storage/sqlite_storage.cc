@@ -85,7 +85,7 @@ struct TrialRow {
   int number = 0;
   TrialState state = TrialState::kPending;
   int attempt = 0;
-  std::string experiment;
+  ExperimentId experiment_id = 0;
   bool started = false;  // some attempt has started
 };
 
@@ -129,7 +129,8 @@ class SqliteStorage final : public Storage {
   Result<TrialRow> LoadTrial(TrialId t);
   Status FillIntermediate(ExperimentId e, std::vector<Trial*>& trials);
   std::vector<StoredReport> ReadReports(SQLite::Statement& s);
-  std::string TrialName(TrialId t, const TrialRow& row) const;
+  // "trial 3 (id 17) of experiment 'demo'", for messages.
+  std::string TrialName(TrialId t, const TrialRow& row);
 
   const std::string path_;
   std::mutex mu_;
@@ -185,8 +186,8 @@ Status SqliteStorage::CheckExperiment(ExperimentId e) {
 
 Result<TrialRow> SqliteStorage::LoadTrial(TrialId t) {
   StmtScope s(Stmt(
-      "SELECT t.number, t.state, t.attempt, e.name, t.started_at IS NOT NULL FROM trials t "
-      "JOIN experiments e ON e.id = t.experiment_id WHERE t.id = ?"));
+      "SELECT number, state, attempt, experiment_id, started_at IS NOT NULL FROM trials "
+      "WHERE id = ?"));
   s->bind(1, static_cast<int64_t>(t));
   if (!s->executeStep()) {
     return Status::NotFound(path_ + ": no trial with id " + std::to_string(t));
@@ -195,14 +196,18 @@ Result<TrialRow> SqliteStorage::LoadTrial(TrialId t) {
   row.number = s->getColumn(0).getInt();
   row.state = StateFromText(s->getColumn(1).getString());
   row.attempt = s->getColumn(2).getInt();
-  row.experiment = s->getColumn(3).getString();
+  row.experiment_id = s->getColumn(3).getInt64();
   row.started = s->getColumn(4).getInt() != 0;
   return row;
 }
 
-std::string SqliteStorage::TrialName(TrialId t, const TrialRow& row) const {
+std::string SqliteStorage::TrialName(TrialId t, const TrialRow& row) {
+  std::string experiment = "id " + std::to_string(row.experiment_id);
+  StmtScope s(Stmt("SELECT name FROM experiments WHERE id = ?"));
+  s->bind(1, static_cast<int64_t>(row.experiment_id));
+  if (s->executeStep()) experiment = "'" + s->getColumn(0).getString() + "'";
   return "trial " + std::to_string(row.number) + " (id " + std::to_string(t) +
-         ") of experiment '" + row.experiment + "'";
+         ") of experiment " + experiment;
 }
 
 // ---------------------------------------------------------------------------
@@ -492,7 +497,9 @@ Status SqliteStorage::FillIntermediate(ExperimentId e, std::vector<Trial*>& tria
       "SELECT r.trial_id, r.step, r.objective FROM trials t "
       "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
       "WHERE t.experiment_id = ? AND t.state <> 'pending' AND r.objective IS NOT NULL "
-      "ORDER BY r.id"));
+      // The indexes' own order (no sort); of two reports of one step, the
+      // later one wins.
+      "ORDER BY t.number, r.step, r.id"));
   s->bind(1, static_cast<int64_t>(e));
   while (s->executeStep()) {
     auto it = by_id.find(s->getColumn(0).getInt64());
