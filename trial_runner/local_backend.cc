@@ -172,6 +172,9 @@ Status LocalBackend::Launch(const LaunchSpec& spec) {
                                    std::to_string(spec.workers));
   }
   if (spec.trial_dir.empty()) return Status::InvalidArgument(who + ": no trial directory");
+  if (!spec.working_dir.empty() && !std::filesystem::is_directory(spec.working_dir)) {
+    return Status::NotFound(who + ": working directory " + spec.working_dir + " does not exist");
+  }
   std::error_code ec;
   std::filesystem::create_directories(spec.trial_dir, ec);
   if (ec) {

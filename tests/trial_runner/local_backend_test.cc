@@ -590,6 +590,9 @@ TEST_CASE("argv[0] resolution, bad commands and appended retry logs", "[local_ba
   CHECK(missing.message().find("no-such-program-xyz") != std::string::npos);
   CHECK(b.Launch(Spec(4, tmp.Sub("n"), {"./missing.sh"})).IsNotFound());
   CHECK(b.Launch(Spec(5, tmp.Sub("e"), {})).IsInvalidArgument());
+  LaunchSpec nowhere = Spec(7, tmp.Sub("w"), {"/bin/true"});
+  nowhere.working_dir = tmp.path() + "/no/such/dir";
+  CHECK(b.Launch(nowhere).IsNotFound());
   CHECK(b.Poll(3).status().IsNotFound());
   // A failed Launch holds nothing.
   CHECK(b.CanLaunch(Spec(6, dir, {"/bin/true"}, 4)));
