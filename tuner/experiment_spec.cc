@@ -39,23 +39,21 @@ bool NoSpace(const std::string& s) {
 // --- JSON syntax -------------------------------------------------------------
 
 // Turns nlohmann's parse_error into "line L, column C: expected valid JSON
-// (<what it wanted>), got <what it read>".
+// (<what it wanted>), got <what it found>". The position is where the parser
+// gave up (the end of the offending token).
 Status SyntaxError(const Reader& r, const std::string& text, const Json::parse_error& e) {
-  size_t line = 1, column = 1;
-  size_t end = std::min(text.size(), e.byte > 0 ? e.byte - 1 : 0);
-  for (size_t i = 0; i < end; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  std::string what = e.what();
-  std::string where = "line " + std::to_string(line) + ", column " + std::to_string(column);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     return r.Fail("", "a JSON object", "an empty file");
   }
+  const std::string what = e.what();
+  int line = 1, column = 1;
+  auto at = what.find(" at line ");
+  if (at == std::string::npos ||
+      std::sscanf(what.c_str() + at, " at line %d, column %d", &line, &column) != 2) {
+    line = 1;
+    column = static_cast<int>(e.byte);
+  }
+  column = std::max(column, 1);
   std::string expected = "valid JSON";
   auto exp_pos = what.find("; expected ");
   if (exp_pos != std::string::npos) expected += " (" + what.substr(exp_pos + 11) + ")";
@@ -66,15 +64,16 @@ Status SyntaxError(const Reader& r, const std::string& text, const Json::parse_e
     auto semi = got.find(';');
     if (semi != std::string::npos) got = got.substr(0, semi);
   }
-  auto last = what.find("last read: '");
+  auto last = what.find("; last read: '");
   if (last != std::string::npos) {
-    auto close = what.find("'", last + 12);
-    std::string read = what.substr(last + 12, close == std::string::npos ? std::string::npos
-                                                                         : close - last - 12);
-    if (read.size() > 24) read = "..." + read.substr(read.size() - 21);
-    got += " after '" + read + "'";
+    std::string read = what.substr(last + 14);
+    auto close = read.rfind('\'');
+    if (close != std::string::npos) read = read.substr(0, close);
+    if (read.size() > 16) read = "..." + read.substr(read.size() - 16);
+    got += " near '" + read + "'";
   }
-  return Status::InvalidArgument(r.file() + ": " + where + ": expected " + expected + ", got " + got);
+  return Status::InvalidArgument(r.file() + ": line " + std::to_string(line) + ", column " +
+                                 std::to_string(column) + ": expected " + expected + ", got " + got);
 }
 
 // Parses JSON text, rejecting a key repeated in one object (nlohmann would
@@ -305,9 +304,11 @@ Result<int64_t> GridSize(const Reader& r, const ExperimentSpec& spec) {
 std::string BaseDir(const std::string& path) {
   std::error_code ec;
   fs::path dir = fs::path(path).parent_path();
-  fs::path abs = fs::absolute(dir.empty() ? fs::path(".") : dir, ec);
+  fs::path abs = dir.empty() ? fs::current_path(ec) : fs::absolute(dir, ec);
   if (ec) return dir.string();
-  return abs.lexically_normal().string();
+  std::string out = abs.lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
 }
 
 }  // namespace

@@ -25,19 +25,22 @@ std::string Cut(std::string s) {
   return s.substr(0, kMaxShown - 3) + "...";
 }
 
-// Levenshtein distance, for "did you mean".
+// Edit distance with transpositions (optimal string alignment), for "did
+// you mean": "nmae" is one edit from "name".
 size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
-    std::swap(prev, cur);
   }
-  return prev[b.size()];
+  return d[a.size()][b.size()];
 }
 
 }  // namespace
@@ -132,7 +135,8 @@ Status ObjectReader::AllowOnly(const std::vector<std::string>& allowed,
       }
     }
     if (!best.empty()) got += " (did you mean " + Quote(best) + "?)";
-    std::string expected = "one of the keys " + OneOf(allowed);
+    std::string expected =
+        allowed.size() == 1 ? "only the key " + Quote(allowed[0]) : "one of the keys " + OneOf(allowed);
     if (!context.empty()) expected += " " + context;
     return reader_->Fail(PathOf(key), expected, got);
   }

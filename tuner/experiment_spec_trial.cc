@@ -291,8 +291,13 @@ Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
   TUNE_RETURN_IF_ERROR(t.String("working_dir", &dir));
   TUNE_RETURN_IF_ERROR(t.Expect(!t.Has("working_dir") || !dir.empty(), "working_dir", "a directory"));
   // Relative to the experiment file's directory, like the default.
-  out->working_dir = dir.empty() ? base_dir : (fs::path(base_dir) / dir).lexically_normal().string();
-  if (fs::path(dir).is_absolute()) out->working_dir = fs::path(dir).lexically_normal().string();
+  if (dir.empty()) {
+    out->working_dir = base_dir;
+  } else {
+    // fs::path's operator/ keeps an absolute `dir` as it is.
+    out->working_dir = (fs::path(base_dir) / dir).lexically_normal().string();
+    while (out->working_dir.size() > 1 && out->working_dir.back() == '/') out->working_dir.pop_back();
+  }
   return Status::Ok();
 }
 

@@ -1,0 +1,271 @@
+// Table-driven: every bad experiment.json is rejected with one sentence
+// "<file>: <json.path>: expected <what>, got <what was there>".
+//
+// Each case is a JSON merge patch (RFC 7386: null removes a key) applied to a
+// valid base spec, or raw text for syntax errors.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tuner/experiment_spec.h"
+
+namespace tune {
+namespace {
+
+using nlohmann::json;
+
+const char* kBase = R"({
+  "name": "bad-spec-test",
+  "objective": {"metric": "eval_loss", "mode": "min"},
+  "parameters": {
+    "lr": {"type": "loguniform", "low": 1e-5, "high": 1e-2},
+    "r":  {"type": "choice", "values": [4, 8, 16]}
+  },
+  "trial": {"command": ["prog", "--lr", "${lr}", "--r", "${r}"]}
+})";
+
+struct BadCase {
+  const char* patch;     // merge patch on kBase, or raw text if `raw`
+  const char* path;      // the JSON path the message must name
+  const char* expected;  // a fragment of the "expected ..." part
+  const char* got;       // a fragment of the "got ..." part
+  bool raw = false;
+};
+
+const BadCase kCases[] = {
+    // Top level and name.
+    {R"({"nmae": "x"})", "nmae", "one of the keys", "(did you mean \"name\"?)"},
+    {R"({"name": null})", "name", "a string", "nothing (the key is missing)"},
+    {R"({"name": "bad name"})", "name", "1 to 63 letters, digits", "\"bad name\""},
+    {R"({"name": "-leading-dash"})", "name", "starting and ending with", "\"-leading-dash\""},
+    {R"({"name": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"})", "name",
+     "1 to 63", "\"aaaa"},
+    {R"({"name": 5})", "name", "a string", "5"},
+    {R"(["not", "an", "object"])", "top level", "a JSON object", "[\"not\",\"an\",\"object\"]", true},
+    // objective
+    {R"({"objective": null})", "objective", "an object such as", "nothing"},
+    {R"({"objective": {"mode": "minimize"}})", "objective.mode", "\"min\" or \"max\"", "\"minimize\""},
+    {R"({"objective": {"mode": null}})", "objective.mode", "\"min\" or \"max\"", "nothing"},
+    {R"({"objective": {"scope": "all"}})", "objective.scope", "\"last\" or \"best\"", "\"all\""},
+    {R"({"objective": {"goal": "1.8"}})", "objective.goal", "a number", "\"1.8\""},
+    {R"({"objective": {"metric": null}})", "objective.metric", "a string", "nothing"},
+    {R"({"objective": {"metric": "eval loss"}})", "objective.metric", "without spaces", "\"eval loss\""},
+    {R"({"objective": {"direction": "min"}})", "objective.direction", "one of the keys", "unknown key"},
+    // parameters
+    {R"({"parameters": null})", "parameters", "at least one parameter", "nothing"},
+    {R"({"parameters": {"lr": null, "r": null}})", "parameters", "at least one parameter", "{}"},
+    {R"({"parameters": {"lr": {"low": 0.5}}})", "parameters.lr.low", "a number below high (0.01)", "0.5"},
+    {R"({"parameters": {"lr": {"low": 0}}})", "parameters.lr.low", "above 0", "0"},
+    {R"({"parameters": {"lr": {"low": -1}}})", "parameters.lr.low", "positive bounds", "-1"},
+    {R"({"parameters": {"lr": {"high": "big"}}})", "parameters.lr.high", "a number", "\"big\""},
+    {R"({"parameters": {"lr": {"hgih": 1}}})", "parameters.lr.hgih", "for type \"loguniform\"",
+     "(did you mean \"high\"?)"},
+    {R"({"parameters": {"d": {"type": "uniform", "low": 0.2, "high": 0.2}}})", "parameters.d.low",
+     "below high (0.2)", "0.2"},
+    {R"({"parameters": {"d": {"type": "uniform", "low": 0, "high": 1, "q": 0.1}}})",
+     "parameters.d.q", "for type \"uniform\"", "unknown key \"q\""},
+    {R"({"parameters": {"d": {"type": "quniform", "low": 0, "high": 1}}})", "parameters.d.q",
+     "a number", "nothing"},
+    {R"({"parameters": {"d": {"type": "quniform", "low": 0, "high": 1, "q": 0}}})",
+     "parameters.d.q", "a number above 0", "0"},
+    {R"({"parameters": {"d": {"type": "quniform", "low": 0, "high": 1, "q": 2}}})",
+     "parameters.d.q", "no larger than high - low (1)", "2"},
+    {R"({"parameters": {"d": {"type": "qloguniform", "low": 1, "high": 100, "q": -1}}})",
+     "parameters.d.q", "a number above 0", "-1"},
+    {R"({"parameters": {"d": {"type": "qloguniform", "low": 0, "high": 100, "q": 1}}})",
+     "parameters.d.low", "above 0", "0"},
+    {R"({"parameters": {"w": {"type": "randint", "low": 5, "high": 5}}})", "parameters.w.low",
+     "high is exclusive", "5"},
+    {R"({"parameters": {"w": {"type": "randint", "low": 0.5, "high": 5}}})", "parameters.w.low",
+     "an integer", "0.5"},
+    {R"({"parameters": {"w": {"type": "randint", "low": 0, "high": 1e300}}})", "parameters.w.high",
+     "an integer", "1e+300"},
+    {R"({"parameters": {"w": {"type": "lograndint", "low": 0, "high": 64}}})", "parameters.w.low",
+     "an integer above 0", "0"},
+    {R"({"parameters": {"w": {"type": "qrandint", "low": 0, "high": 64, "q": 0}}})",
+     "parameters.w.q", "an integer above 0", "0"},
+    {R"({"parameters": {"w": {"type": "qrandint", "low": 0, "high": 64, "q": 2.5}}})",
+     "parameters.w.q", "an integer", "2.5"},
+    {R"({"parameters": {"r": {"values": []}}})", "parameters.r.values", "a non-empty array", "[]"},
+    {R"({"parameters": {"r": {"values": [1, 2, 1.0]}}})", "parameters.r.values[2]",
+     "distinct values (this one repeats values[0])", "1.0"},
+    {R"({"parameters": {"r": {"values": ["a", "b", "a"]}}})", "parameters.r.values[2]",
+     "distinct values", "\"a\""},
+    {R"({"parameters": {"r": {"values": [1, {"a": 1}]}}})", "parameters.r.values[1]",
+     "a number, a string or a boolean", "{\"a\":1}"},
+    {R"({"parameters": {"r": {"values": [null]}}})", "parameters.r.values[0]",
+     "a number, a string or a boolean", "null"},
+    {R"({"parameters": {"g": {"type": "grid", "values": "abc"}}})", "parameters.g.values",
+     "a non-empty array", "\"abc\""},
+    {R"({"parameters": {"g": {"type": "grid"}}})", "parameters.g.values", "a non-empty array", "nothing"},
+    {R"({"parameters": {"r": {"type": "normal"}}})", "parameters.r.type", "\"uniform\", ", "\"normal\""},
+    {R"({"parameters": {"r": {"type": null}}})", "parameters.r.type", "\"grid\"", "nothing"},
+    {R"({"parameters": {"lr-x": {"type": "uniform", "low": 0, "high": 1}}})", "parameters.lr-x",
+     "a parameter name", "\"lr-x\""},
+    {R"({"parameters": {"2x": {"type": "uniform", "low": 0, "high": 1}}})", "parameters.2x",
+     "not starting with a digit", "\"2x\""},
+    {R"({"parameters": {"trial_id": {"type": "uniform", "low": 0, "high": 1}}})",
+     "parameters.trial_id", "the tuner sets those", "\"trial_id\""},
+    {R"({"parameters": {"LR": {"type": "uniform", "low": 0, "high": 1}}})", "parameters.lr",
+     "differs from \"LR\" in more than case", "\"lr\""},
+    {R"({"parameters": {"r": 0.5}})", "parameters.r", "an object such as", "0.5"},
+    // search
+    {R"({"search": {"algorithm": "bayes"}})", "search.algorithm", "\"random\", \"tpe\" or \"grid\"",
+     "\"bayes\""},
+    {R"({"search": {"seed": -1}})", "search.seed", "an integer of at least 0", "-1"},
+    {R"({"search": {"seed": "7"}})", "search.seed", "an integer of at least 0", "\"7\""},
+    {R"({"search": {"n_startup_trials": 5}})", "search.n_startup_trials",
+     "for algorithm \"random\"", "unknown key"},
+    {R"({"search": {"algorithm": "tpe", "gamma": 1.5}})", "search.gamma", "above 0 and below 1", "1.5"},
+    {R"({"search": {"algorithm": "tpe", "n_ei_candidates": 0}})", "search.n_ei_candidates",
+     "at least 1", "0"},
+    {R"({"search": {"algorithm": "tpe", "multivariate": "yes"}})", "search.multivariate",
+     "true or false", "\"yes\""},
+    {R"({"search": "tpe"})", "search", "an object", "\"tpe\""},
+    {R"({"search": {"algorithm": "grid"}})", "parameters.lr", "a discrete parameter",
+     "loguniform(1e-05, 0.01)"},
+    // scheduler
+    {R"({"scheduler": {"type": "hyperband"}})", "scheduler.type", "\"fifo\", \"asha\" or \"median\"",
+     "\"hyperband\""},
+    {R"({"scheduler": {"type": "asha", "reduction_factor": 1}})", "scheduler.reduction_factor",
+     "above 1", "1"},
+    {R"({"scheduler": {"type": "asha", "max_t": 10, "grace_period": 20}})", "scheduler.grace_period",
+     "at most max_t (10)", "20"},
+    {R"({"scheduler": {"type": "asha", "max_t": 0}})", "scheduler.max_t", "at least 1", "0"},
+    {R"({"scheduler": {"type": "asha", "brackets": 0}})", "scheduler.brackets", "at least 1", "0"},
+    {R"({"scheduler": {"max_t": 100}})", "scheduler.max_t", "for type \"fifo\"", "unknown key"},
+    {R"({"scheduler": {"type": "median", "min_samples_required": 0}})",
+     "scheduler.min_samples_required", "at least 1", "0"},
+    {R"({"scheduler": {"type": "median", "reduction_factor": 3}})", "scheduler.reduction_factor",
+     "for type \"median\"", "unknown key"},
+    {R"({"scheduler": {"time_attr": "eval_loss"}})", "scheduler.time_attr",
+     "other than objective.metric", "\"eval_loss\""},
+    {R"({"scheduler": {"time_attr": ""}})", "scheduler.time_attr", "a metric name", "\"\""},
+    // limits
+    {R"({"limits": {"max_trials": 0}})", "limits.max_trials", "at least 1", "0"},
+    {R"({"limits": {"max_trials": "10"}})", "limits.max_trials", "an integer", "\"10\""},
+    {R"({"limits": {"max_trials": 1e10}})", "limits.max_trials", "at most 2147483647", "10000000000"},
+    {R"({"limits": {"max_concurrent_trials": -1}})", "limits.max_concurrent_trials", "at least 1", "-1"},
+    {R"({"limits": {"max_failed_trials": 0}})", "limits.max_failed_trials",
+     "leave the key out for no limit", "0"},
+    {R"({"limits": {"time_budget_s": 0}})", "limits.time_budget_s", "above 0", "0"},
+    {R"({"limits": {"max_trail": 3}})", "limits.max_trail", "one of the keys",
+     "(did you mean \"max_trials\"?)"},
+    // trial
+    {R"({"trial": null})", "trial", "at least a command", "nothing"},
+    {R"({"trial": {"command": []}})", "trial.command", "a non-empty array of strings", "[]"},
+    {R"({"trial": {"command": "prog --lr 1"}})", "trial.command", "argv, no shell", "\"prog --lr 1\""},
+    {R"({"trial": {"command": ["prog", 1]}})", "trial.command[1]", "a string", "1"},
+    {R"({"trial": {"command": [""]}})", "trial.command[0]", "a program name", "\"\""},
+    {R"({"trial": {"command": ["prog", "--lr=${lrr}"]}})", "trial.command[1]",
+     "to name a parameter (lr, r, or trial_id, experiment, trial_dir)", "\"${lrr}\""},
+    {R"({"trial": {"command": ["prog", "${lr"]}})", "trial.command[1]", "closed by", "\"${lr\""},
+    {R"({"trial": {"workers": 0}})", "trial.workers", "at least 1", "0"},
+    {R"({"trial": {"max_retries": -1}})", "trial.max_retries", "at least 0", "-1"},
+    {R"({"trial": {"timeout_s": 0}})", "trial.timeout_s", "no timeout", "0"},
+    {R"({"trial": {"env": {"OMP_NUM_THREADS": 1}}})", "trial.env.OMP_NUM_THREADS", "a string", "1"},
+    {R"({"trial": {"env": {"RANK": "3"}}})", "trial.env.RANK", "does not set itself", "\"RANK\""},
+    {R"({"trial": {"env": {"TUNE_X": "3"}}})", "trial.env.TUNE_X", "does not set itself", "\"TUNE_X\""},
+    {R"({"trial": {"env": {"A B": "3"}}})", "trial.env[\"A B\"]", "a variable name", "\"A B\""},
+    {R"({"trial": {"env": ["A=1"]}})", "trial.env", "an object of strings", "[\"A=1\"]"},
+    {R"({"trial": {"resources_per_worker": {"gpu": 0.5}}})", "trial.resources_per_worker.gpu",
+     "an integer", "0.5"},
+    {R"({"trial": {"resources_per_worker": {"cpu": -1}}})", "trial.resources_per_worker.cpu",
+     "at least 0", "-1"},
+    {R"({"trial": {"resources_per_worker": {"memory": "4 GB"}}})",
+     "trial.resources_per_worker.memory", "a Kubernetes quantity", "\"4 GB\""},
+    {R"({"trial": {"resources_per_worker": {"cpus": 2}}})", "trial.resources_per_worker.cpus",
+     "one of the keys", "(did you mean \"cpu\"?)"},
+    {R"({"trial": {"working_dir": ""}})", "trial.working_dir", "a directory", "\"\""},
+    // backend
+    {R"({"backend": {"type": "slurm"}})", "backend.type", "\"local\" or \"kubernetes\"", "\"slurm\""},
+    {R"({"backend": {"type": "kubernetes"}})", "backend.image", "a container image", "nothing"},
+    {R"({"backend": {"namespace": "My_NS"}})", "backend.namespace", "a namespace name", "\"My_NS\""},
+    {R"({"backend": {"image_pull_policy": "always"}})", "backend.image_pull_policy",
+     "\"Always\", \"IfNotPresent\" or \"Never\"", "\"always\""},
+    {R"({"backend": {"image": "trainer: latest"}})", "backend.image", "without spaces", "\"trainer: latest\""},
+    {R"({"backend": {"service_account": "Tuner"}})", "backend.service_account", "ServiceAccount name",
+     "\"Tuner\""},
+    {R"({"backend": {"labels": {"tune.io/trial": "x"}}})", "backend.labels[\"tune.io/trial\"]",
+     "outside tune.io/", "\"tune.io/trial\""},
+    {R"({"backend": {"labels": {"team": "a b"}}})", "backend.labels.team", "a label value", "\"a b\""},
+    {R"({"backend": {"node_selector": {"gpu": 1}}})", "backend.node_selector.gpu", "a string", "1"},
+    {R"({"backend": {"annotations": {"bad key!": "x"}}})", "backend.annotations[\"bad key!\"]",
+     "[prefix/]name", "\"bad key!\""},
+    {R"({"backend": {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}],
+                     "volume_mounts": [{"name": "dta", "mountPath": "/data"}]}})",
+     "backend.volume_mounts[0].name", "one of backend.volumes", "\"dta\""},
+    {R"({"backend": {"volumes": [{"name": "data"}],
+                     "volume_mounts": [{"name": "data", "mountPath": "data"}]}})",
+     "backend.volume_mounts[0].mountPath", "an absolute path", "\"data\""},
+    {R"({"backend": {"volumes": [{"emptyDir": {}}]}})", "backend.volumes[0].name", "a string", "nothing"},
+    {R"({"backend": {"tolerations": {"key": "gpu"}}})", "backend.tolerations", "an array of objects",
+     "{\"key\":\"gpu\"}"},
+    {R"({"backend": {"tolerations": ["gpu"]}})", "backend.tolerations[0]", "an object", "\"gpu\""},
+    {R"({"backend": {"ttl_seconds_after_finished": -1}})", "backend.ttl_seconds_after_finished",
+     "at least 0", "-1"},
+    {R"({"backend": {"backoff_limit": -2}})", "backend.backoff_limit", "at least 0", "-2"},
+    {R"({"backend": {"pending_timeout_s": 0}})", "backend.pending_timeout_s", "above 0", "0"},
+    {R"({"backend": {"kubeconfig": ""}})", "backend.kubeconfig", "a file path", "\"\""},
+    {R"({"backend": {"cpus": 0}})", "backend.cpus", "above 0", "0"},
+    {R"({"backend": {"gpus": [0, 1, 0]}})", "backend.gpus[2]", "distinct GPU ids", "0"},
+    {R"({"backend": {"gpus": [-1]}})", "backend.gpus[0]", "a GPU id", "-1"},
+    {R"({"backend": {"cpus": 2}, "trial": {"workers": 2, "resources_per_worker": {"cpu": 2}}})",
+     "trial.resources_per_worker.cpu", "at most backend.cpus (2) / trial.workers (2)", "2"},
+    {R"({"backend": {"gpus": [0]}, "trial": {"resources_per_worker": {"gpu": 2}}})",
+     "trial.resources_per_worker.gpu", "at most the 1 GPUs", "2"},
+    {R"({"backend": {"namespce": "x"}})", "backend.namespce", "one of the keys",
+     "(did you mean \"namespace\"?)"},
+    // storage
+    {R"({"storage": {"path": ""}})", "storage.path", "a database file path", "\"\""},
+    {R"({"storage": {"file": "tune.db"}})", "storage.file", "only the key \"path\"", "unknown key"},
+    {R"({"storage": "tune.db"})", "storage", "an object", "\"tune.db\""},
+    // JSON syntax: line and column.
+    {"{\n  \"name\": \"x\",\n}\n", "line 3, column 1", "valid JSON (string literal)", "'}'", true},
+    {"{\n  \"name\": \"x\"\n  \"objective\": {}\n}", "line 3, column 13", "valid JSON ('}')",
+     "unexpected string literal", true},
+    {"{\"name\": tru}", "line 1, column 13", "valid JSON", "invalid literal near '\"name\": tru}'", true},
+    {"{\"a\": [1, 2}", "line 1, column 12", "valid JSON (']')", "unexpected '}'", true},
+    {"", "top level", "a JSON object", "an empty file", true},
+    {"{\"name\": \"a\", \"parameters\": {\"x\": {\"low\": 1, \"low\": 2}}}", "parameters.x.low",
+     "each key once per object", "\"low\" a second time", true},
+    {"{\"trial\": {\"command\": [{\"a\": 1, \"a\": 2}]}}", "trial.command[0].a", "each key once",
+     "a second time", true},
+};
+
+std::string Apply(const BadCase& c) {
+  if (c.raw) return c.patch;
+  json doc = json::parse(kBase);
+  doc.merge_patch(json::parse(c.patch));
+  return doc.dump(2);
+}
+
+TEST_CASE("the base spec of the bad-spec table is valid", "[spec]") {
+  auto spec = ParseExperimentSpec(kBase, "exp.json");
+  INFO(spec.status().message());
+  REQUIRE(spec.ok());
+}
+
+TEST_CASE("bad specs are rejected with the file, the JSON path and the expectation", "[spec]") {
+  size_t n = 0;
+  for (const BadCase& c : kCases) {
+    ++n;
+    std::string text = Apply(c);
+    auto spec = ParseExperimentSpec(text, "exp.json");
+    INFO("case " << n << ": " << c.patch);
+    REQUIRE_FALSE(spec.ok());
+    const std::string& msg = spec.status().message();
+    INFO("message: " << msg);
+    CHECK(spec.status().IsInvalidArgument());
+    CHECK(msg.rfind(std::string("exp.json: ") + c.path + ": expected ", 0) == 0);
+    auto got = msg.find(", got ");
+    REQUIRE(got != std::string::npos);
+    CHECK(msg.substr(0, got).find(c.expected) != std::string::npos);
+    CHECK(msg.substr(got).find(c.got) != std::string::npos);
+    CHECK(msg.find('\n') == std::string::npos);
+  }
+  CHECK(n >= 30);
+}
+
+}  // namespace
+}  // namespace tune
