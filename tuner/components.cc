@@ -7,6 +7,7 @@
 #include "schedulers/fifo_scheduler.h"
 #include "schedulers/median_stopping_rule.h"
 #include "search/random_sampler.h"
+#include "search/tpe_sampler.h"
 #include "trial_runner/local_backend.h"
 #ifdef TUNE_HAVE_K8S
 #include "k8s/kubernetes_backend.h"
@@ -25,6 +26,22 @@ Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
   const std::string& algo = spec.search.algorithm;
   // Grid points are enumerated by the tuner; what is left is drawn at random.
   if (algo == "random" || algo == "grid") return std::unique_ptr<Sampler>(new RandomSampler(spec.search.seed));
+  if (algo == "tpe") {
+    const TpeOptions& t = spec.search.tpe;
+    TpeSamplerOptions o;
+    o.n_startup_trials = t.n_startup_trials;
+    o.n_ei_candidates = t.n_ei_candidates;
+    o.gamma = t.gamma;
+    o.prior_weight = t.prior_weight;
+    o.consider_prior = t.consider_prior;
+    o.consider_magic_clip = t.consider_magic_clip;
+    o.consider_endpoints = t.consider_endpoints;
+    o.multivariate = t.multivariate;
+    o.constant_liar = t.constant_liar;
+    o.maximize = spec.objective.mode == Mode::kMax;
+    o.seed = spec.search.seed;
+    return std::unique_ptr<Sampler>(new TpeSampler(o));
+  }
   return Status::InvalidArgument(Where(spec) + ": search.algorithm: '" + algo + "' is not available in this build");
 }
 
