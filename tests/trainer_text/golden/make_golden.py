@@ -68,6 +68,26 @@ STRINGS = [
 ]
 
 
+def random_strings(n, seed=1234):
+    """Seeded random mixes of the character classes the split regexes treat
+    differently (letters, digits, whitespace kinds, punctuation, marks,
+    CJK, Hangul, emoji, contractions, special tokens)."""
+    import random
+    rng = random.Random(seed)
+    pieces = ["a", "Z", "hello", "World", "'s", "'LL", "'d", "'Re", " ", "  ", "   ", "\t", "\n",
+              "\r\n", "\n\n", " \n ", "\u00a0", "\u2003", "\u3000", "\u200b", "0", "7", "123",
+              "2026", "\u0663", "\u00bd", ".", ",", "!?", "...", "--", "(", ")", "\"", "#", "$",
+              "\u00e9", "e\u0301", "\u00c5", "A\u030a", "\ufb01", "\u4e2d", "\u6587\u5b57",
+              "\uc548\ub155", "\ud55c", "\u3042", "\u30ab", "\U0001F600", "\U0001F44D\U0001F3FD",
+              "\u2764\ufe0f", "<|endoftext|>", "<|im_start|>", "<|begin_of_text|>", "_", "@x", "ab12cd",
+              "\u0410\u0431\u0432", "\u03a9\u03b1", "\u05e9\u05dc\u05d5\u05dd", "\u0627\u0644"]
+    out = []
+    for _ in range(n):
+        k = rng.randint(1, 14)
+        out.append("".join(rng.choice(pieces) for _ in range(k)))
+    return out
+
+
 def make_corpus(path):
     lines = []
     for name in ["computers", "science", "linux"]:
@@ -184,7 +204,7 @@ def main():
     golden = {}
     for name, tok in variants.items():
         cases = []
-        for s in STRINGS:
+        for s in STRINGS + random_strings(150):
             ids = tok.encode(s, add_special_tokens=False).ids
             cases.append({
                 "text": s,
@@ -194,7 +214,13 @@ def main():
             })
         golden[name] = {"vocab_size": tok.get_vocab_size(with_added_tokens=True), "cases": cases}
     with open(os.path.join(HERE, "ids.json"), "w", encoding="utf-8") as f:
-        json.dump(golden, f, ensure_ascii=False, indent=1)
+        # One case per line: small and diffable.
+        f.write("{\n")
+        for i, (name, g) in enumerate(golden.items()):
+            f.write(json.dumps(name) + ": {\"vocab_size\": %d, \"cases\": [\n" % g["vocab_size"])
+            f.write(",\n".join(json.dumps(c, ensure_ascii=False) for c in g["cases"]))
+            f.write("\n]}" + (",\n" if i + 1 < len(golden) else "\n"))
+        f.write("}\n")
     import tokenizers
     print("tokenizers", tokenizers.__version__, "variants:", ", ".join(golden))
 
