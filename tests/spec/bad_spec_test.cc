@@ -240,13 +240,13 @@ std::string Apply(const BadCase& c) {
   return doc.dump(2);
 }
 
-TEST_CASE("the base spec of the bad-spec table is valid", "[spec]") {
+TEST_CASE("spec: the base spec of the bad-spec table is valid", "[spec]") {
   auto spec = ParseExperimentSpec(kBase, "exp.json");
   INFO(spec.status().message());
   REQUIRE(spec.ok());
 }
 
-TEST_CASE("bad specs are rejected with the file, the JSON path and the expectation", "[spec]") {
+TEST_CASE("spec: bad specs are rejected with the file, the JSON path and the expectation", "[spec]") {
   size_t n = 0;
   for (const BadCase& c : kCases) {
     ++n;

@@ -11,7 +11,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST_CASE("every experiments/*.json parses", "[spec]") {
+TEST_CASE("spec: every experiments/*.json parses", "[spec]") {
   fs::path dir = fs::path(TUNE_SOURCE_DIR) / "experiments";
   std::set<std::string> names;
   int count = 0;
@@ -29,7 +29,7 @@ TEST_CASE("every experiments/*.json parses", "[spec]") {
   CHECK(count >= 5);
 }
 
-TEST_CASE("the grid example enumerates its whole grid by default", "[spec]") {
+TEST_CASE("spec: the grid example enumerates its whole grid by default", "[spec]") {
   auto spec = LoadExperimentSpec(std::string(TUNE_SOURCE_DIR) + "/experiments/synthetic-grid.json");
   INFO(spec.status().message());
   REQUIRE(spec.ok());

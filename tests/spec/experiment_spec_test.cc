@@ -40,7 +40,7 @@ const char* kMinimal = R"({
   "trial": {"command": ["prog", "--x", "${x}"]}
 })";
 
-TEST_CASE("every parameter type maps onto its distribution", "[spec]") {
+TEST_CASE("spec: every parameter type maps onto its distribution", "[spec]") {
   auto spec = MustParse(R"({
     "name": "all-types",
     "objective": {"metric": "eval_loss", "mode": "min"},
@@ -127,7 +127,7 @@ TEST_CASE("every parameter type maps onto its distribution", "[spec]") {
   CHECK(std::get<std::string>(gr.choices[1]) == "adam");
 }
 
-TEST_CASE("a float written with a fraction stays a double choice", "[spec]") {
+TEST_CASE("spec: a float written with a fraction stays a double choice", "[spec]") {
   auto spec = MustParse(R"({"name": "f", "objective": {"metric": "m", "mode": "min"},
     "parameters": {"c": {"type": "choice", "values": [1.0, 2]}}, "trial": {"command": ["p"]}})");
   auto c = std::get<CategoricalDistribution>(spec.parameters.at("c"));
@@ -135,7 +135,7 @@ TEST_CASE("a float written with a fraction stays a double choice", "[spec]") {
   CHECK(std::holds_alternative<int64_t>(c.choices[1]));
 }
 
-TEST_CASE("absent keys get their documented defaults", "[spec]") {
+TEST_CASE("spec: absent keys get their documented defaults", "[spec]") {
   auto spec = MustParse(kMinimal);
   CHECK(spec.name == "minimal");
   CHECK(spec.json == kMinimal);
@@ -184,7 +184,7 @@ TEST_CASE("absent keys get their documented defaults", "[spec]") {
   CHECK(spec.storage_path.empty());
 }
 
-TEST_CASE("the SPEC section 2 example parses with every value", "[spec]") {
+TEST_CASE("spec: the SPEC section 2 example parses with every value", "[spec]") {
   auto spec = MustParse(R"({
     "name": "lora-asha",
     "objective": {"metric": "eval_loss", "mode": "min", "goal": 1.8, "scope": "best"},
@@ -248,7 +248,7 @@ TEST_CASE("the SPEC section 2 example parses with every value", "[spec]") {
   CHECK(spec.storage_path == "results/tune.db");
 }
 
-TEST_CASE("scheduler defaults follow Ray per type", "[spec]") {
+TEST_CASE("spec: scheduler defaults follow Ray per type", "[spec]") {
   std::string head = R"({"name": "s", "objective": {"metric": "m", "mode": "min"},
     "parameters": {"x": {"type": "uniform", "low": 0, "high": 1}}, "trial": {"command": ["p"]},
     "scheduler": )";
@@ -272,7 +272,7 @@ TEST_CASE("scheduler defaults follow Ray per type", "[spec]") {
   CHECK_FALSE(median2.scheduler.hard_stop);
 }
 
-TEST_CASE("grid search defaults max_trials to the grid size", "[spec]") {
+TEST_CASE("spec: grid search defaults max_trials to the grid size", "[spec]") {
   std::string head = R"({"name": "g", "objective": {"metric": "m", "mode": "min"},
     "parameters": {
       "opt": {"type": "choice", "values": ["sgd", "adam", "adamw"]},
@@ -291,7 +291,7 @@ TEST_CASE("grid search defaults max_trials to the grid size", "[spec]") {
   CHECK(random.search.seed == 0);
 }
 
-TEST_CASE("grid parameters under random search are each tried at least once", "[spec]") {
+TEST_CASE("spec: grid parameters under random search are each tried at least once", "[spec]") {
   std::string head = R"({"name": "g", "objective": {"metric": "m", "mode": "min"},
     "trial": {"command": ["p"]}, "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}, )";
   auto small = MustParse(head + R"("a": {"type": "grid", "values": [1, 2, 3]}}})");
@@ -301,7 +301,7 @@ TEST_CASE("grid parameters under random search are each tried at least once", "[
   CHECK(large.limits.max_trials == 12);
 }
 
-TEST_CASE("kubernetes options are parsed; JSON-valued ones kept as JSON text", "[spec]") {
+TEST_CASE("spec: kubernetes options are parsed; JSON-valued ones kept as JSON text", "[spec]") {
   auto spec = MustParse(R"({
     "name": "k8s",
     "objective": {"metric": "eval_loss", "mode": "min"},
@@ -351,7 +351,7 @@ TEST_CASE("kubernetes options are parsed; JSON-valued ones kept as JSON text", "
   CHECK(spec.trial.resources_per_worker.memory == "8Gi");
 }
 
-TEST_CASE("--backend switches the backend and checks what it needs", "[spec]") {
+TEST_CASE("spec: the tune run --backend override switches the backend and checks what it needs", "[spec]") {
   auto spec = MustParse(kMinimal);
   Status s = OverrideBackend(&spec, "kubernetes");
   REQUIRE_FALSE(s.ok());
@@ -369,7 +369,7 @@ TEST_CASE("--backend switches the backend and checks what it needs", "[spec]") {
   CHECK(k8s.backend.type == "local");
 }
 
-TEST_CASE("a missing file names the file and the OS reason", "[spec]") {
+TEST_CASE("spec: a missing file names the file and the OS reason", "[spec]") {
   auto spec = LoadExperimentSpec("no/such/dir/exp.json");
   REQUIRE_FALSE(spec.ok());
   CHECK(spec.status().IsInvalidArgument());
@@ -382,7 +382,7 @@ TEST_CASE("a missing file names the file and the OS reason", "[spec]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("a spec loaded from a file knows its path and directory", "[spec]") {
+TEST_CASE("spec: a spec loaded from a file knows its path and directory", "[spec]") {
   fs::path dir = TempDir("load");
   fs::path file = dir / "exp.json";
   std::string text = kMinimal;
@@ -405,7 +405,7 @@ TEST_CASE("a spec loaded from a file knows its path and directory", "[spec]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("built-in placeholders and several per argument are accepted", "[spec]") {
+TEST_CASE("spec: built-in placeholders and several per argument are accepted", "[spec]") {
   auto spec = MustParse(R"({"name": "p", "objective": {"metric": "m", "mode": "min"},
     "parameters": {"a": {"type": "randint", "low": 0, "high": 3},
                    "b": {"type": "choice", "values": ["x", "y"]}},
