@@ -4,6 +4,7 @@
 // runs (WAL).
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +125,50 @@ TEST_CASE("a writer in another process and one in this process share the file",
   CHECK(WEXITSTATUS(wstatus) == 0);
   auto db = std::move(OpenSqliteStorage(path)).value();
   CheckAllDone(*db, e, 2 * kTrials);
+}
+
+TEST_CASE("a writer killed with SIGKILL leaves every committed change readable",
+          "[storage][concurrency]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("crash.db");
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto db = OpenSqliteStorage(path);
+    if (!db.ok()) ::_exit(1);
+    auto e = (*db)->CreateExperiment("exp", "{}", 3);
+    if (!e.ok()) ::_exit(1);
+    auto done = RunTrials(**db, *e, 2, 0);
+    auto t = (*db)->CreateTrial(*e, {{"lr", 0.5}});
+    if (!done.ok() || !t.ok() || !(*db)->StartTrial(t->id, 0, "local").ok()) ::_exit(1);
+    for (int step = 1; step <= 3; ++step) {
+      MetricReport r;
+      r.step = step;
+      r.values = {{"loss", 10.0 - step}};
+      if (!(*db)->AppendReport(t->id, 0, r, 10.0 - step).ok()) ::_exit(1);
+    }
+    ::kill(::getpid(), SIGKILL);  // no destructors, no checkpoint, no close
+    ::_exit(1);
+  }
+  int wstatus = 0;
+  REQUIRE(::waitpid(child, &wstatus, 0) == child);
+  REQUIRE(WIFSIGNALED(wstatus));
+  CHECK(WTERMSIG(wstatus) == SIGKILL);
+
+  auto db = OpenSqliteStorage(path, /*create_if_missing=*/false);
+  REQUIRE(db.ok());
+  auto e = (*db)->FindExperiment("exp");
+  REQUIRE(e.ok());
+  auto history = (*db)->ListTrials(e->id);
+  REQUIRE(history.ok());
+  REQUIRE(history->size() == 3);
+  CHECK((*history)[0].state == TrialState::kCompleted);
+  CHECK((*history)[1].intermediate.size() == kReportsPerTrial);
+  CHECK((*history)[2].state == TrialState::kRunning);
+  CHECK((*history)[2].intermediate == std::map<int64_t, double>{{1, 9.0}, {2, 8.0}, {3, 7.0}});
+  // --resume retries the interrupted trial.
+  REQUIRE((*db)->RetryTrial((*history)[2].id, "interrupted").ok());
+  REQUIRE((*db)->StartTrial((*history)[2].id, 1, "local").ok());
 }
 
 TEST_CASE("a reader sees consistent snapshots while a writer writes (WAL)",

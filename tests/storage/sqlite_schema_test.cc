@@ -27,7 +27,7 @@ TEST_CASE("a new database gets WAL mode and the current schema version", "[stora
   CHECK(raw.execAndGet("PRAGMA user_version").getInt() == internal::kSchemaVersion);
 }
 
-TEST_CASE("foreign keys are enforced on the storage's connection", "[storage][schema]") {
+TEST_CASE("the schema rejects orphan trials and unknown states", "[storage][schema]") {
   testing::TempDir dir;
   const std::string path = dir.File("fk.db");
   auto db = std::move(OpenSqliteStorage(path)).value();

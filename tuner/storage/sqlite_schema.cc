@@ -60,7 +60,7 @@ CREATE TABLE reports (
   time       REAL    NOT NULL,
   objective  REAL
 );
-CREATE INDEX reports_by_trial ON reports (trial_id, attempt, step);
+CREATE INDEX reports_by_trial ON reports (trial_id, attempt, step, objective);
 
 CREATE TABLE metrics (
   report_id  INTEGER NOT NULL REFERENCES reports (id) ON DELETE CASCADE,
