@@ -1,5 +1,6 @@
 #include "schedulers/asha_scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -55,7 +56,9 @@ AshaScheduler::AshaScheduler(AshaOptions options)
     const int64_t num_rungs = static_cast<int64_t>(exact);
     Bracket bracket;
     for (int64_t k = num_rungs - 1; k >= 0; --k) {
-      bracket.rungs.push_back({min_t * std::pow(rf, static_cast<double>(k + s)), {}});
+      Rung rung;
+      rung.milestone = min_t * std::pow(rf, static_cast<double>(k + s));
+      bracket.rungs.push_back(std::move(rung));
     }
     brackets_.push_back(std::move(bracket));
   }
@@ -107,15 +110,13 @@ AshaScheduler::TrialInfo& AshaScheduler::InfoFor(const Trial& trial) {
 }
 
 double AshaScheduler::CutoffOf(const Rung& rung) const {
-  std::vector<double> values;
-  values.reserve(rung.recorded.size());
-  for (const auto& [id, reward] : rung.recorded) values.push_back(reward);
-  return internal::NanPercentile(std::move(values),
-                                 (1 - 1 / options_.reduction_factor) * 100);
+  // np.nanpercentile(recorded, (1 - 1/rf) * 100), on the kept sorted copy.
+  return internal::SortedPercentile(rung.sorted, (1 - 1 / options_.reduction_factor) * 100);
 }
 
-bool AshaScheduler::BracketOnResult(Bracket& bracket, TrialId id, int64_t step,
-                                    double reward, Decision* decision) const {
+bool AshaScheduler::BracketOnResult(int s, TrialId id, int64_t step, double reward,
+                                    Decision* decision) {
+  Bracket& bracket = brackets_[s];
   const double t = static_cast<double>(step);
   for (Rung& rung : bracket.rungs) {  // descending milestones
     const bool recorded = rung.recorded.count(id) > 0;
@@ -135,13 +136,17 @@ bool AshaScheduler::BracketOnResult(Bracket& bracket, TrialId id, int64_t step,
                         "objective %.6g worse than rung %lld cutoff %.6g (bracket %d, %zu "
                         "recorded)",
                         sign_ * reward, static_cast<long long>(MilestoneStep(rung.milestone)),
-                        sign_ * cutoff, static_cast<int>(&bracket - brackets_.data()),
+                        sign_ * cutoff, s,
                         rung.recorded.size());
           decision->reason = buf;
         }
       }
     }
     rung.recorded[id] = reward;
+    if (!std::isnan(reward)) {
+      rung.sorted.insert(std::upper_bound(rung.sorted.begin(), rung.sorted.end(), reward),
+                         reward);
+    }
     return stop;
   }
   return false;
@@ -164,7 +169,7 @@ Decision AshaScheduler::OnTrialResult(const Trial& trial, int64_t step, double o
     decision.reason = options_.time_attr + " " + std::to_string(step) + " reached max_t " +
                       std::to_string(options_.max_t);
   } else {
-    BracketOnResult(brackets_[info.bracket], trial.id, step, sign_ * objective, &decision);
+    BracketOnResult(info.bracket, trial.id, step, sign_ * objective, &decision);
   }
   if (decision.action == Action::kStop) {
     info.stopped = true;
@@ -183,7 +188,7 @@ void AshaScheduler::OnTrialComplete(const Trial& trial) {
   }
   // Ray's on_trial_complete records trial.last_result in the bracket: the
   // report that stopped it, or its final one.
-  if (last) BracketOnResult(brackets_[info.bracket], trial.id, last->first,
+  if (last) BracketOnResult(info.bracket, trial.id, last->first,
                             sign_ * last->second, nullptr);
   info.stopped = true;  // Ray forgets the trial; later reports change nothing
 }

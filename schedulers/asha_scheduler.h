@@ -89,6 +89,7 @@ class AshaScheduler : public Scheduler {
   struct Rung {
     double milestone;
     std::map<TrialId, double> recorded;  // sign-flipped rewards
+    std::vector<double> sorted;          // the non-NaN ones, ascending
   };
   struct Bracket {
     std::vector<Rung> rungs;  // descending milestones, as Ray keeps them
@@ -104,8 +105,7 @@ class AshaScheduler : public Scheduler {
   int DrawBracket(const Trial& trial) const;
   TrialInfo& InfoFor(const Trial& trial);
   // Ray's _Bracket.on_result; fills `decision` on a stop.
-  bool BracketOnResult(Bracket& bracket, TrialId id, int64_t step, double reward,
-                       Decision* decision) const;
+  bool BracketOnResult(int s, TrialId id, int64_t step, double reward, Decision* decision);
   double CutoffOf(const Rung& rung) const;
 
   AshaOptions options_;

@@ -23,8 +23,12 @@ double NanPercentile(std::vector<double> values, double percent) {
   values.erase(std::remove_if(values.begin(), values.end(),
                               [](double v) { return std::isnan(v); }),
                values.end());
-  if (values.empty()) return kNaN;
   std::sort(values.begin(), values.end());
+  return SortedPercentile(values, percent);
+}
+
+double SortedPercentile(const std::vector<double>& values, double percent) {
+  if (values.empty()) return kNaN;
   const double q = percent / 100.0;
   const double n = static_cast<double>(values.size());
   const double virtual_index = (n - 1) * q;

@@ -15,6 +15,9 @@ namespace tune::internal {
 // neighbours with NumPy's _lerp (a + d*t for t < 0.5, b - d*(1-t) otherwise).
 // Returns NaN when no value is left (NumPy warns and returns nan).
 double NanPercentile(std::vector<double> values, double percent);
+// The same on values already sorted ascending and free of NaN (what
+// NanPercentile computes after dropping NaNs and sorting).
+double SortedPercentile(const std::vector<double>& sorted, double percent);
 
 // np.add.reduce over a float64 vector: NumPy's pairwise summation (plain
 // left-to-right below 8 values, eight interleaved partial sums up to 128,
