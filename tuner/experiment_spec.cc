@@ -198,9 +198,11 @@ Status ParseSearch(const Reader& r, const Json* v, SearchOptions* out) {
   if (out->algorithm == "tpe") keys.insert(keys.end(), kTpeKeys.begin(), kTpeKeys.end());
   TUNE_RETURN_IF_ERROR(s.AllowOnly(keys, "for algorithm " + Quote(out->algorithm)));
   if (const Json* seed = s.Find("seed")) {
-    bool ok = seed->is_number_unsigned() || (seed->is_number_integer() && seed->get<int64_t>() >= 0);
-    TUNE_RETURN_IF_ERROR(s.Expect(ok, "seed", "an integer of at least 0"));
-    out->seed = seed->get<uint64_t>();
+    // Within int64, so that the seed fits the database's INTEGER.
+    auto value = seed->is_number_float() ? std::nullopt : spec_internal::AsInt64(*seed);
+    TUNE_RETURN_IF_ERROR(s.Expect(value && *value >= 0, "seed",
+                                  "an integer of at least 0 and at most 2^63-1"));
+    out->seed = static_cast<uint64_t>(*value);
     out->seed_given = true;
   }
   if (out->algorithm == "tpe") return ParseTpe(s, &out->tpe);
