@@ -61,11 +61,9 @@ void BpeModel::Tokenize(std::string_view piece, std::vector<int32_t>* ids) const
     }
   }
   bool cacheable = piece.size() <= kMaxCachedPieceBytes;
-  std::string key;
   if (cacheable) {
-    key.assign(piece);
     std::lock_guard<std::mutex> lock(cache_mu_);
-    auto it = cache_.find(key);
+    auto it = cache_.find(piece);
     if (it != cache_.end()) {
       ids->insert(ids->end(), it->second.begin(), it->second.end());
       return;
@@ -77,7 +75,7 @@ void BpeModel::Tokenize(std::string_view piece, std::vector<int32_t>* ids) const
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (cache_.size() >= kMaxCacheEntries) cache_.clear();
-    cache_.emplace(std::move(key), std::move(word));
+    cache_.emplace(std::string(piece), std::move(word));
   }
 }
 

@@ -61,11 +61,16 @@ class BpeModel {
   BpeOptions options_;
   std::optional<int32_t> unk_id_;
 
+  // Hashing for lookups by string_view without building a std::string.
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
   // piece -> ids; cleared when it grows past kMaxCacheEntries.
   static constexpr size_t kMaxCacheEntries = 1 << 18;
   static constexpr size_t kMaxCachedPieceBytes = 256;
   mutable std::mutex cache_mu_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
 };
 
 }  // namespace tune::text
