@@ -1,0 +1,351 @@
+// asha_bench: what early stopping saves, in process, on synthetic learning
+// curves (no processes, no database).
+//
+//   asha_bench [--seeds N] [--trials N]
+//
+// A trial with parameters x, y in [0, 1] reports, at steps t = 1..81,
+//   loss(t) = final + a * exp(-t / tau) + noise,   noise ~ N(0, 0.02^2)
+// with final = 0.2 + 0.5 x + 0.4 (y - 0.4)^2 and
+//   crossing: a = 2, tau = 2 + 40 (1 - x)  (fast starters end worse)
+//   parallel: a = 1, tau = 10              (curves never cross, but for noise)
+// The noise and the configurations come from a counter-based hash of
+// (seed, trial number, step), so bench/asha_optuna.py evaluates exactly the
+// same curves.
+//
+// Trials run one at a time (as Optuna's study.optimize with n_jobs=1).
+// Tables (markdown, for bench/RESULTS.md):
+//   1. 60 trials per seed: steps consumed and best final loss (the last
+//      value of the best trial that ran to max_t) for FIFO, ASHA (rf 3,
+//      grace 1, max_t 81) and the median rule (grace 1, min_samples 3).
+//   2. Equal budget: ASHA spends the steps FIFO spends on 20 full trials
+//      (1620); per seed, which one finds the better best final loss.
+//   3. TPE: FIFO with TPE (60 trials) vs ASHA with TPE: the steps ASHA needs
+//      until a completed trial is at least as good as FIFO's best.
+//   4. Cost of one scheduler decision.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedulers/asha_scheduler.h"
+#include "schedulers/fifo_scheduler.h"
+#include "schedulers/median_stopping_rule.h"
+#include "search/sampler.h"
+#include "search/tpe_sampler.h"
+
+namespace tune {
+namespace {
+
+constexpr int64_t kMaxT = 81;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---------------------------------------------------------------------------
+// Curves (mirrored in asha_optuna.py)
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Uniform in (0, 1), from (seed, trial, stream).
+double Uniform(uint64_t seed, uint64_t trial, uint64_t stream) {
+  const uint64_t h = Mix(Mix(Mix(seed) ^ trial) ^ stream);
+  return (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53;
+}
+
+double Noise(uint64_t seed, int trial, int64_t t) {
+  const double u1 = Uniform(seed, trial, 1000 + 2 * t);
+  const double u2 = Uniform(seed, trial, 1001 + 2 * t);
+  return 0.02 * std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+}
+
+enum class Family { kCrossing, kParallel };
+
+double FinalLoss(double x, double y) { return 0.2 + 0.5 * x + 0.4 * (y - 0.4) * (y - 0.4); }
+
+double Loss(Family f, uint64_t seed, int trial, double x, double y, int64_t t) {
+  const double a = f == Family::kCrossing ? 2.0 : 1.0;
+  const double tau = f == Family::kCrossing ? 2 + 40 * (1 - x) : 10.0;
+  return FinalLoss(x, y) + a * std::exp(-static_cast<double>(t) / tau) + Noise(seed, trial, t);
+}
+
+// ---------------------------------------------------------------------------
+// One experiment
+
+enum class Kind { kFifo, kAsha, kMedian };
+
+std::unique_ptr<Scheduler> MakeScheduler(Kind kind, uint64_t seed) {
+  if (kind == Kind::kAsha) {
+    AshaOptions o;
+    o.max_t = kMaxT;
+    o.grace_period = 1;
+    o.reduction_factor = 3;
+    o.brackets = 1;
+    o.seed = seed;
+    return std::make_unique<AshaScheduler>(o);
+  }
+  if (kind == Kind::kMedian) {
+    MedianOptions o;
+    o.grace_period = 1;
+    o.min_samples_required = 3;
+    return std::make_unique<MedianStoppingRule>(o);
+  }
+  return std::make_unique<FifoScheduler>();
+}
+
+// A trial that ran to max_t: when it ended and what it found.
+struct Completion {
+  int64_t steps = 0;  // steps consumed by the whole run when it ended
+  double observed = 0;  // its last reported loss
+  double truth = 0;     // its noise-free final loss
+};
+
+struct RunResult {
+  int64_t steps = 0;
+  int trials = 0, completed = 0, pruned = 0;
+  std::vector<Completion> completions;  // in order
+  double decision_ns = 0;               // mean wall time of OnTrialResult
+
+  // The trial a user would pick after `budget` steps (best observed final
+  // among trials completed by then); nullopt if none.
+  std::optional<Completion> PickAt(int64_t budget) const {
+    std::optional<Completion> best;
+    for (const Completion& c : completions) {
+      if (c.steps > budget) break;
+      if (!best || c.observed < best->observed) best = c;
+    }
+    return best;
+  }
+  // The first budget at which the pick's true final is <= `truth` (-1: never).
+  int64_t StepsToReach(double truth) const {
+    std::optional<Completion> best;
+    for (const Completion& c : completions) {
+      if (!best || c.observed < best->observed) best = c;
+      if (best->truth <= truth) return c.steps;
+    }
+    return -1;
+  }
+};
+
+struct RunConfig {
+  Family family = Family::kCrossing;
+  uint64_t seed = 0;
+  Kind kind = Kind::kFifo;
+  bool tpe = false;  // else hashed uniform configurations
+  int max_trials = 60;
+  int64_t step_budget = std::numeric_limits<int64_t>::max();
+};
+
+// Runs trials one after the other until max_trials or the step budget (the
+// trial running when the budget is spent is cut and counts for nothing).
+RunResult Run(const RunConfig& c) {
+  std::unique_ptr<Scheduler> scheduler = MakeScheduler(c.kind, c.seed);
+  FloatDistribution unit;  // [0, 1]
+  const SearchSpace space = {{"x", unit}, {"y", unit}};
+  TpeSamplerOptions tpe_options;
+  tpe_options.seed = c.seed;
+  TpeSampler tpe(tpe_options);
+  History history;
+  RunResult r;
+  double decision_total_ns = 0;
+  int64_t decisions = 0;
+  for (int number = 0; number < c.max_trials && r.steps < c.step_budget; ++number) {
+    Trial t;
+    t.id = number + 1;
+    t.number = number;
+    t.state = TrialState::kRunning;
+    if (c.tpe) {
+      tpe.Reseed(TrialSeed(c.seed, number));
+      t.params = SampleTrial(tpe, space, history);
+    } else {
+      t.params = {{"x", Uniform(c.seed, number, 1)}, {"y", Uniform(c.seed, number, 2)}};
+    }
+    const double x = std::get<double>(t.params.at("x"));
+    const double y = std::get<double>(t.params.at("y"));
+    scheduler->OnTrialAdd(t);
+    t.state = TrialState::kCompleted;
+    for (int64_t step = 1; step <= kMaxT; ++step) {
+      if (r.steps >= c.step_budget) {
+        t.state = TrialState::kStopped;
+        break;
+      }
+      const double loss = Loss(c.family, c.seed, number, x, y, step);
+      ++r.steps;
+      t.intermediate[step] = loss;
+      t.value = loss;
+      const auto start = std::chrono::steady_clock::now();
+      const Decision d = scheduler->OnTrialResult(t, step, loss);
+      decision_total_ns += std::chrono::duration<double, std::nano>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+      ++decisions;
+      if (d.action == Action::kStop) {
+        if (d.rung) t.state = TrialState::kPruned;  // else: reached max_t
+        break;
+      }
+    }
+    scheduler->OnTrialComplete(t);
+    ++r.trials;
+    if (t.state == TrialState::kPruned) ++r.pruned;
+    if (t.state == TrialState::kCompleted) {
+      ++r.completed;
+      r.completions.push_back({r.steps, *t.value, FinalLoss(x, y)});
+    }
+    history.push_back(t);
+    tpe.AfterTrial(t);
+  }
+  r.decision_ns = decisions ? decision_total_ns / decisions : 0;
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Reporting
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+const char* FamilyName(Family f) { return f == Family::kCrossing ? "crossing" : "parallel"; }
+
+void FixedTrialTable(Family f, int seeds, int trials) {
+  std::printf("\n### %s curves: %d trials, max_t %lld, seeds 0..%d (medians over seeds)\n\n",
+              FamilyName(f), trials, static_cast<long long>(kMaxT), seeds - 1);
+  std::printf("| scheduler | steps | steps / FIFO | best final (observed) | its true final | "
+              "pruned |\n|---|---|---|---|---|---|\n");
+  const Kind kinds[] = {Kind::kFifo, Kind::kAsha, Kind::kMedian};
+  const char* names[] = {"FIFO", "ASHA", "median"};
+  double fifo_steps = 0;
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> steps, best, truth, pruned;
+    for (int s = 0; s < seeds; ++s) {
+      RunConfig c;
+      c.family = f;
+      c.seed = s;
+      c.kind = kinds[k];
+      c.max_trials = trials;
+      const RunResult r = Run(c);
+      const auto pick = r.PickAt(r.steps);
+      steps.push_back(static_cast<double>(r.steps));
+      best.push_back(pick ? pick->observed : kInf);
+      truth.push_back(pick ? pick->truth : kInf);
+      pruned.push_back(r.pruned);
+    }
+    if (k == 0) fifo_steps = Median(steps);
+    std::printf("| %s | %.0f | %.3fx | %.4f | %.4f | %.0f |\n", names[k], Median(steps),
+                Median(steps) / fifo_steps, Median(best), Median(truth), Median(pruned));
+  }
+}
+
+std::string Fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4f", v);
+  return std::isinf(v) ? "-" : buf;
+}
+
+void EqualBudgetTable(Family f, int seeds) {
+  const int64_t budget = 20 * kMaxT;
+  std::printf("\n### %s curves: equal budget of %lld steps (FIFO: 20 full trials)\n\n",
+              FamilyName(f), static_cast<long long>(budget));
+  std::printf("| seed | FIFO best (true) | ASHA trials started | ASHA best (true) | better |\n"
+              "|---|---|---|---|---|\n");
+  int asha_wins = 0, ties = 0;
+  for (int s = 0; s < seeds; ++s) {
+    RunConfig c;
+    c.family = f;
+    c.seed = s;
+    c.max_trials = 1000;
+    c.step_budget = budget;
+    c.kind = Kind::kFifo;
+    const RunResult fifo = Run(c);
+    c.kind = Kind::kAsha;
+    const RunResult asha = Run(c);
+    const auto fp = fifo.PickAt(budget), ap = asha.PickAt(budget);
+    const double ft = fp ? fp->truth : kInf, at = ap ? ap->truth : kInf;
+    asha_wins += at < ft;
+    ties += at == ft;
+    std::printf("| %d | %s (%s) | %d | %s (%s) | %s |\n", s, Fmt(fp ? fp->observed : kInf).c_str(),
+                Fmt(ft).c_str(), asha.trials, Fmt(ap ? ap->observed : kInf).c_str(),
+                Fmt(at).c_str(), at < ft ? "ASHA" : at > ft ? "FIFO" : "same trial");
+  }
+  std::printf("\nASHA's pick is better on %d of %d seeds (%d the same configuration).\n",
+              asha_wins, seeds, ties);
+}
+
+void TpeTable(Family f, int seeds, int trials) {
+  std::printf("\n### %s curves: TPE, FIFO (%d trials) vs ASHA\n\n", FamilyName(f), trials);
+  std::printf("| seed | FIFO+TPE steps | FIFO+TPE pick: observed (true) | ASHA+TPE steps until its "
+              "pick is as good | fraction | ASHA+TPE pick at 40%% of FIFO's steps (true) |\n"
+              "|---|---|---|---|---|---|\n");
+  std::vector<double> fractions;
+  int within = 0, good_at_40 = 0;
+  for (int s = 0; s < seeds; ++s) {
+    RunConfig c;
+    c.family = f;
+    c.seed = s;
+    c.tpe = true;
+    c.kind = Kind::kFifo;
+    c.max_trials = trials;
+    const RunResult fifo = Run(c);
+    const Completion fp = *fifo.PickAt(fifo.steps);
+    c.kind = Kind::kAsha;
+    c.max_trials = 100000;
+    c.step_budget = 2 * fifo.steps;  // look no further than twice FIFO's spend
+    const RunResult asha = Run(c);
+    const int64_t reach = asha.StepsToReach(fp.truth);
+    const double fraction = reach < 0 ? kInf : static_cast<double>(reach) / fifo.steps;
+    const auto at40 = asha.PickAt(static_cast<int64_t>(0.4 * static_cast<double>(fifo.steps)));
+    fractions.push_back(fraction);
+    within += fraction <= 0.4;
+    good_at_40 += at40 && at40->truth <= fp.truth;
+    std::printf("| %d | %lld | %.4f (%.4f) | %s | %s | %s (%s) |\n", s,
+                static_cast<long long>(fifo.steps), fp.observed, fp.truth,
+                reach < 0 ? "not within 2x" : std::to_string(reach).c_str(),
+                Fmt(fraction).c_str(), Fmt(at40 ? at40->observed : kInf).c_str(),
+                Fmt(at40 ? at40->truth : kInf).c_str());
+  }
+  std::printf("\nMedian fraction %s; ASHA+TPE's pick is at least as good as FIFO+TPE's within "
+              "40%% of FIFO's steps on %d of %d seeds (and still at exactly 40%% on %d).\n",
+              Fmt(Median(fractions)).c_str(), within, seeds, good_at_40);
+}
+
+void DecisionCost() {
+  RunConfig c;
+  c.kind = Kind::kAsha;
+  c.max_trials = 2000;
+  const RunResult asha = Run(c);
+  c.kind = Kind::kMedian;
+  c.max_trials = 300;
+  const RunResult median = Run(c);
+  std::printf("\n### Decision cost\n\nASHA: %.0f ns per OnTrialResult (2000 trials, %lld reports); "
+              "median rule: %.0f ns (300 trials, %lld reports).\n",
+              asha.decision_ns, static_cast<long long>(asha.steps), median.decision_ns,
+              static_cast<long long>(median.steps));
+}
+
+}  // namespace
+}  // namespace tune
+
+int main(int argc, char** argv) {
+  int seeds = 10, trials = 60;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--seeds")) seeds = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--trials")) trials = std::atoi(argv[i + 1]);
+  }
+  using tune::Family;
+  for (Family f : {Family::kCrossing, Family::kParallel}) tune::FixedTrialTable(f, seeds, trials);
+  for (Family f : {Family::kCrossing, Family::kParallel}) tune::EqualBudgetTable(f, seeds);
+  for (Family f : {Family::kCrossing, Family::kParallel}) tune::TpeTable(f, seeds, trials);
+  tune::DecisionCost();
+  return 0;
+}
