@@ -4,8 +4,10 @@
 // `--reports` reports of 3 metrics each, finished; every call its own
 // transaction), then times the reads the tuner and `tune trials` make.
 //
-//   storage_bench [--trials 10000] [--reports 20] [--db PATH]
+//   storage_bench [--trials 10000] [--reports 20] [--db PATH] [--reads-only]
 //
+// --reads-only times only the reads, on the newest experiment already in
+// --db (e.g. one written by an earlier run with --db).
 // Without --db the file goes to a fresh temporary directory, removed at
 // the end.
 #include <algorithm>
@@ -69,6 +71,7 @@ Timing Median(int runs, F&& f) {
 int main(int argc, char** argv) {
   int trials = 10000, reports = 20;
   std::string db_path;
+  bool reads_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--trials" && i + 1 < argc) {
@@ -77,8 +80,10 @@ int main(int argc, char** argv) {
       reports = std::atoi(argv[++i]);
     } else if (a == "--db" && i + 1 < argc) {
       db_path = argv[++i];
+    } else if (a == "--reads-only") {
+      reads_only = true;
     } else {
-      std::fprintf(stderr, "usage: storage_bench [--trials N] [--reports N] [--db PATH]\n");
+      std::fprintf(stderr, "usage: storage_bench [--trials N] [--reports N] [--db PATH] [--reads-only]\n");
       return 2;
     }
   }
@@ -93,9 +98,18 @@ int main(int argc, char** argv) {
   auto opened = tune::OpenSqliteStorage(db_path);
   if (!opened.ok()) Die(opened.status());
   tune::Storage& db = **opened;
-  auto e = db.CreateExperiment("bench-" + std::to_string(::getpid()),
-                               R"({"objective": {"metric": "eval_loss", "mode": "min"}})", 1);
-  if (!e.ok()) Die(e.status());
+  tune::Result<tune::ExperimentId> e = tune::ExperimentId{0};
+  if (reads_only) {
+    auto all = db.ListExperiments();
+    if (!all.ok()) Die(all.status());
+    if (all->empty()) Die(tune::Status::NotFound(db_path + ": no experiment to read"));
+    e = all->back().id;
+    trials = 0;
+  } else {
+    e = db.CreateExperiment("bench-" + std::to_string(::getpid()),
+                            R"({"objective": {"metric": "eval_loss", "mode": "min"}})", 1);
+    if (!e.ok()) Die(e.status());
+  }
 
   // ---- writes: one transaction per call, as the tuner makes them
   long transactions = 0;
@@ -159,13 +173,15 @@ int main(int argc, char** argv) {
   std::printf("storage_bench: %d trials x %d reports (3 metrics each), SQLite WAL, synchronous=NORMAL\n",
               trials, reports);
   std::printf("  (wall time, then CPU time of this process in brackets)\n");
-  std::printf("  writes            %.2f s [%.2f s] for %ld transactions: %.0f/s [%.0f/s]\n",
-              write_seconds, write_cpu, transactions, n_tx / write_seconds, n_tx / write_cpu);
-  std::printf("  AppendReport      %.0f reports/s [%.0f/s], %.1f us [%.1f us] each\n",
-              n_rep / report_seconds, n_rep / report_cpu, 1e6 * report_seconds / n_rep,
-              1e6 * report_cpu / n_rep);
-  std::printf("  whole trials      %.0f/s [%.0f/s] (create + start + %d reports + finish)\n",
-              trials / write_seconds, trials / write_cpu, reports);
+  if (trials > 0) {
+    std::printf("  writes            %.2f s [%.2f s] for %ld transactions: %.0f/s [%.0f/s]\n",
+                write_seconds, write_cpu, transactions, n_tx / write_seconds, n_tx / write_cpu);
+    std::printf("  AppendReport      %.0f reports/s [%.0f/s], %.1f us [%.1f us] each\n",
+                n_rep / report_seconds, n_rep / report_cpu, 1e6 * report_seconds / n_rep,
+                1e6 * report_cpu / n_rep);
+    std::printf("  whole trials      %.0f/s [%.0f/s] (create + start + %d reports + finish)\n",
+                trials / write_seconds, trials / write_cpu, reports);
+  }
   std::printf("  ListTrials        %.1f ms [%.1f ms] for %zu trials (median of 5)\n",
               1e3 * list_trials.wall, 1e3 * list_trials.cpu, n_trials);
   std::printf("  ListTrialRecords  %.1f ms [%.1f ms] (median of 5)\n", 1e3 * list_records.wall,

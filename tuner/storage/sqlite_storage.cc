@@ -639,7 +639,9 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
     return Status::NotFound(path + ": no such database file");
   }
   try {
-    int flags = SQLite::OPEN_READWRITE | (create_if_missing ? SQLite::OPEN_CREATE : 0);
+    // NOMUTEX: SqliteStorage's own mutex already serializes the connection.
+    int flags = SQLite::OPEN_READWRITE | SQLite::OPEN_NOMUTEX |
+                (create_if_missing ? SQLite::OPEN_CREATE : 0);
     auto db = std::make_unique<SQLite::Database>(path, flags, kBusyTimeoutMs);
     // journal_mode is persistent in the file; the others are per connection.
     db->exec("PRAGMA journal_mode = WAL");
