@@ -60,6 +60,7 @@ void TpeSampler::ResetPending() {
 
 SearchSpace TpeSampler::RelativeSpace(const SearchSpace& space, const History& history) {
   (void)history;
+  space_ = space;  // lets SampleIndependent see the whole trial (duplicates)
   return options_.multivariate ? space : SearchSpace{};
 }
 
@@ -243,7 +244,7 @@ ParamValue TpeSampler::SampleIndependent(const std::string& name, const Distribu
   }
   const bool discrete = IsDiscrete(dist);
   auto acceptable = [&](const ParamValue& v) {
-    return !discrete || !CompletesDuplicate(name, v, history);
+    return !discrete || LeavesFreeCompletion(name, v, history);
   };
   Split split;
   ParamValue result;
@@ -274,15 +275,30 @@ ParamValue TpeSampler::SampleIndependent(const std::string& name, const Distribu
   return result;
 }
 
-// True if `value` for `name`, with the values already chosen for this trial,
-// is exactly the parameter set of a trial in `history`.
-bool TpeSampler::CompletesDuplicate(const std::string& name, const ParamValue& value,
-                                    const History& history) {
-  if (!pending_discrete_) return false;  // a continuous value never repeats
+// True if choosing `value` for `name`, after the values already chosen for
+// this trial, still leaves a full parameter set that no trial in `history`
+// has: fewer matching trials than completions of the remaining parameters.
+bool TpeSampler::LeavesFreeCompletion(const std::string& name, const ParamValue& value,
+                                      const History& history) {
+  if (!pending_discrete_) return true;  // a continuous value never repeats
+  // Completions of the parameters not chosen yet (space_ is the trial's
+  // space when known; otherwise only an exact full match is a duplicate).
+  double completions = 1;
+  size_t full_size = pending_.size() + 1;
+  if (space_.count(name)) {
+    full_size = space_.size();
+    for (const auto& [other, dist] : space_) {
+      if (other == name || pending_.count(other)) continue;
+      auto n = Cardinality(dist);
+      if (!n) return true;
+      completions *= static_cast<double>(*n);
+    }
+  }
   if (!matches_valid_) {
     prefix_matches_.clear();
     for (size_t i = 0; i < history.size(); ++i) {
       const ParamMap& p = history[i].params;
+      if (p.size() != full_size) continue;
       bool match = true;
       for (const auto& [k, v] : pending_) {
         auto it = p.find(k);
@@ -295,13 +311,18 @@ bool TpeSampler::CompletesDuplicate(const std::string& name, const ParamValue& v
     }
     matches_valid_ = true;
   }
+  // Trials sharing the prefix and `value`; duplicates among them are counted
+  // once so that a repeated trial does not hide a free completion.
+  std::vector<const ParamMap*> matching;
   for (int idx : prefix_matches_) {
     const ParamMap& p = history[idx].params;
-    if (p.size() != pending_.size() + 1) continue;
     auto it = p.find(name);
-    if (it != p.end() && ParamEquals(it->second, value)) return true;
+    if (it != p.end() && ParamEquals(it->second, value)) matching.push_back(&p);
   }
-  return false;
+  if (static_cast<double>(matching.size()) < completions) return true;
+  std::sort(matching.begin(), matching.end(), [](auto* a, auto* b) { return *a < *b; });
+  auto distinct = std::unique(matching.begin(), matching.end(), [](auto* a, auto* b) { return *a == *b; });
+  return static_cast<double>(distinct - matching.begin()) < completions;
 }
 
 void TpeSampler::Remember(const std::string& name, const ParamValue& value, bool discrete,

@@ -56,7 +56,8 @@ class TpeSampler : public Sampler {
  public:
   explicit TpeSampler(const TpeSamplerOptions& options);
 
-  // All of `space` when multivariate, else nothing.
+  // All of `space` when multivariate, else nothing. Remembers `space` so
+  // that univariate sampling can avoid dead ends in a discrete space.
   SearchSpace RelativeSpace(const SearchSpace& space, const History& history) override;
   // Joint TPE over `relative`; {} during the startup phase.
   ParamMap SampleRelative(const SearchSpace& relative, const History& history) override;
@@ -79,16 +80,18 @@ class TpeSampler : public Sampler {
   std::vector<std::vector<double>> RankedCandidates(const std::vector<const Distribution*>& dists,
                                                     const Split& split, int n_candidates);
   // Univariate bookkeeping for duplicate avoidance within one trial.
-  bool CompletesDuplicate(const std::string& name, const ParamValue& value,
-                          const History& history);
+  bool LeavesFreeCompletion(const std::string& name, const ParamValue& value,
+                            const History& history);
   void Remember(const std::string& name, const ParamValue& value, bool discrete,
                 const History& history);
   void ResetPending();
 
   TpeSamplerOptions options_;
   std::mt19937_64 rng_;
-  // Values chosen so far for the trial being sampled (univariate mode), and
-  // the history trials that share all of them.
+  // The space of the trial being sampled (from RelativeSpace), the values
+  // chosen so far for it (univariate mode), and the history trials that
+  // share all of them.
+  SearchSpace space_;
   ParamMap pending_;
   bool pending_discrete_ = true;  // every pending value is of a discrete domain
   bool matches_valid_ = false;    // prefix_matches_ is computed

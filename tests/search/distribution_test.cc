@@ -7,7 +7,7 @@ namespace tune {
 namespace {
 
 TEST_CASE("ToInternal and FromInternal round-trip every domain", "[distribution]") {
-  FloatDistribution u{0.5, 2.0};
+  FloatDistribution u{0.5, 2.0, false, std::nullopt};
   CHECK(*ToInternal(u, ParamValue(1.25)) == 1.25);
   CHECK(std::get<double>(FromInternal(u, 1.25)) == 1.25);
   CHECK_FALSE(ToInternal(u, ParamValue(2.5)).has_value());
@@ -35,8 +35,8 @@ TEST_CASE("ToInternal and FromInternal round-trip every domain", "[distribution]
 }
 
 TEST_CASE("Cardinality and NthValue enumerate discrete domains in order", "[distribution]") {
-  CHECK_FALSE(Cardinality(FloatDistribution{0, 1}).has_value());
-  CHECK_FALSE(Cardinality(FloatDistribution{1e-3, 1, true}).has_value());
+  CHECK_FALSE(Cardinality(FloatDistribution{0, 1, false, std::nullopt}).has_value());
+  CHECK_FALSE(Cardinality(FloatDistribution{1e-3, 1, true, std::nullopt}).has_value());
   FloatDistribution q{0.0, 1.0, false, 0.1};
   REQUIRE(*Cardinality(q) == 11);
   CHECK(std::get<double>(NthValue(q, 10)) == Approx(1.0));
@@ -58,7 +58,7 @@ TEST_CASE("Cardinality and NthValue enumerate discrete domains in order", "[dist
 }
 
 TEST_CASE("Describe names the parameter type", "[distribution]") {
-  CHECK(Describe(FloatDistribution{1e-5, 1e-2, true}).rfind("loguniform(", 0) == 0);
+  CHECK(Describe(FloatDistribution{1e-5, 1e-2, true, std::nullopt}).rfind("loguniform(", 0) == 0);
   CHECK(Describe(FloatDistribution{0, 1, false, 0.5}).rfind("quniform(", 0) == 0);
   CHECK(Describe(IntDistribution{1, 8}) == "int[1, 8]");
   CHECK(Describe(CategoricalDistribution{{ParamValue(std::string("a"))}, true}).rfind("grid[", 0) == 0);

@@ -12,7 +12,7 @@ TEST_CASE("GridPoints: cross product of grid parameters, first name slowest", "[
   SearchSpace space;
   space["b_opt"] = CategoricalDistribution{{S("adam"), S("sgd")}, true};
   space["a_r"] = CategoricalDistribution{{I(4), I(8), I(16)}, true};
-  space["lr"] = FloatDistribution{1e-4, 1e-2, true};        // not a grid axis
+  space["lr"] = FloatDistribution{1e-4, 1e-2, true, std::nullopt};       // not a grid axis
   space["c"] = CategoricalDistribution{{S("x"), S("y")}};    // a plain choice
   auto points = GridPoints(space, /*all_discrete=*/false);
   REQUIRE(points.ok());
@@ -34,7 +34,7 @@ TEST_CASE("GridPoints over every discrete parameter", "[grid]") {
   CHECK(std::get<int64_t>((*points)[8].at("n")) == 3);
   CHECK(std::get<double>((*points)[8].at("q")) == 1.0);
 
-  space["lr"] = FloatDistribution{0, 1};
+  space["lr"] = FloatDistribution{0, 1, false, std::nullopt};
   auto bad = GridPoints(space, true);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().IsInvalidArgument());
@@ -43,7 +43,7 @@ TEST_CASE("GridPoints over every discrete parameter", "[grid]") {
 
 TEST_CASE("GridPoints: empty grid is one empty point; size limit enforced", "[grid]") {
   SearchSpace space;
-  space["x"] = FloatDistribution{0, 1};
+  space["x"] = FloatDistribution{0, 1, false, std::nullopt};
   auto one = GridPoints(space, false);
   REQUIRE(one.ok());
   REQUIRE(one->size() == 1);

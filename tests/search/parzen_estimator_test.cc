@@ -16,7 +16,9 @@ Distribution FromJson(const nlohmann::json& p) {
   std::string type = p["type"];
   if (type == "categorical") {
     CategoricalDistribution c;
-    for (int i = 0; i < p["n"].get<int>(); ++i) c.choices.push_back(ParamValue(int64_t{i}));
+    const int64_t n = p["n"].get<int64_t>();
+    c.choices.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) c.choices[static_cast<size_t>(i)] = i;
     return c;
   }
   if (type == "float") {
