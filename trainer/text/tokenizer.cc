@@ -459,11 +459,8 @@ Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view jso
   TUNE_RETURN_IF_ERROR(p.ParsePostProcessor(j.value("post_processor", json()), "post_processor",
                                             &impl->prefix, &impl->suffix));
   TUNE_RETURN_IF_ERROR(p.ParseDecoder(j.value("decoder", json()), "decoder", &impl->byte_level_decoder));
-  for (const char* unsupported : {"truncation", "padding"}) {
-    if (j.contains(unsupported) && !j[unsupported].is_null()) {
-      return p.Error(unsupported, "must be null (truncation and padding are the trainer's job)");
-    }
-  }
+  // "truncation" and "padding" are ignored: the data loader truncates to
+  // seq_len and the trainer pads batches itself.
 
   // Added tokens.
   const json& added = j.value("added_tokens", json::array());
