@@ -6,5 +6,6 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 export PATH="$PWD/build/bin:$PATH"
-tune run experiments/default.json "$@"
-tune best --db tune.db --experiment "$(python3 -c 'import json,sys;print(json.load(open("experiments/default.json"))["name"])')"
+# --resume: a second run continues (or just reports) instead of refusing.
+tune run experiments/default.json --resume "$@"
+tune best --db tune.db --experiment "$(sed -n 's/.*"name": *"\([^"]*\)".*/\1/p' experiments/default.json | head -1)"
