@@ -1,0 +1,333 @@
+// Reading tokenizer.json (and tokenizer_config.json) into Tokenizer::Impl.
+#include "trainer/text/tokenizer_impl.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tune::text {
+
+using nlohmann::json;
+
+namespace {
+
+class Parser {
+ public:
+  explicit Parser(std::string origin) : origin_(std::move(origin)) {}
+
+  Status Error(const std::string& field, const std::string& what) const {
+    return Status::InvalidArgument(origin_ + ": " + field + ": " + what);
+  }
+  Status Unsupported(const std::string& field, const std::string& value,
+                     const std::string& supported) const {
+    return Error(field, "\"" + value + "\" is not supported (supported: " + supported + ")");
+  }
+
+  // The "type" of an object at `field`, or an error.
+  Result<std::string> Type(const json& j, const std::string& field) const {
+    if (!j.is_object()) return Error(field, "expected an object");
+    auto it = j.find("type");
+    if (it == j.end() || !it->is_string()) return Error(field + ".type", "missing or not a string");
+    return it->get<std::string>();
+  }
+
+  bool Bool(const json& j, const char* key, bool dflt) const {
+    auto it = j.find(key);
+    return it != j.end() && it->is_boolean() ? it->get<bool>() : dflt;
+  }
+
+  Status ParseNormalizer(const json& j, const std::string& field, std::vector<NormalForm>* out) const {
+    if (j.is_null()) return Status::Ok();
+    TUNE_ASSIGN_OR_RETURN(std::string type, Type(j, field));
+    if (type == "NFC") out->push_back(NormalForm::kNfc);
+    else if (type == "NFD") out->push_back(NormalForm::kNfd);
+    else if (type == "NFKC") out->push_back(NormalForm::kNfkc);
+    else if (type == "NFKD") out->push_back(NormalForm::kNfkd);
+    else if (type == "Sequence") {
+      const json& list = j.value("normalizers", json::array());
+      if (!list.is_array()) return Error(field + ".normalizers", "expected an array");
+      for (size_t i = 0; i < list.size(); ++i) {
+        TUNE_RETURN_IF_ERROR(ParseNormalizer(list[i], field + ".normalizers[" + std::to_string(i) + "]", out));
+      }
+    } else {
+      return Unsupported(field + ".type", type, "NFC, NFD, NFKC, NFKD, Sequence, null");
+    }
+    return Status::Ok();
+  }
+
+  Status ParsePreTokenizer(const json& j, const std::string& field,
+                           std::vector<PreTokenizerStep>* out) const {
+    if (j.is_null()) return Status::Ok();
+    TUNE_ASSIGN_OR_RETURN(std::string type, Type(j, field));
+    PreTokenizerStep step;
+    if (type == "ByteLevel") {
+      step.kind = PreTokenizerStep::Kind::kByteLevel;
+      step.add_prefix_space = Bool(j, "add_prefix_space", true);
+      if (Bool(j, "use_regex", true)) {
+        TUNE_ASSIGN_OR_RETURN(step.regex, Regex::Compile(kGpt2SplitPattern, false));
+      }
+    } else if (type == "Split") {
+      auto pat = j.find("pattern");
+      if (pat == j.end() || !pat->is_object()) return Error(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
+      std::string pattern;
+      bool literal;
+      if (pat->contains("Regex") && (*pat)["Regex"].is_string()) {
+        pattern = (*pat)["Regex"].get<std::string>();
+        literal = false;
+      } else if (pat->contains("String") && (*pat)["String"].is_string()) {
+        pattern = (*pat)["String"].get<std::string>();
+        literal = true;
+      } else {
+        return Error(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
+      }
+      auto re = Regex::Compile(pattern, literal);
+      if (!re.ok()) return Error(field + ".pattern", re.status().message());
+      step.regex = *re;
+      std::string behavior = j.value("behavior", std::string("Isolated"));
+      if (behavior == "Isolated") step.behavior = SplitBehavior::kIsolated;
+      else if (behavior == "Removed") step.behavior = SplitBehavior::kRemoved;
+      else if (behavior == "MergedWithPrevious") step.behavior = SplitBehavior::kMergedWithPrevious;
+      else if (behavior == "MergedWithNext") step.behavior = SplitBehavior::kMergedWithNext;
+      else if (behavior == "Contiguous") step.behavior = SplitBehavior::kContiguous;
+      else return Unsupported(field + ".behavior", behavior, "Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous");
+      step.invert = Bool(j, "invert", false);
+    } else if (type == "Digits") {
+      bool individual = Bool(j, "individual_digits", false);
+      TUNE_ASSIGN_OR_RETURN(step.regex, Regex::Compile("\\p{N}", false));
+      step.behavior = individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
+    } else if (type == "Sequence") {
+      const json& list = j.value("pretokenizers", json::array());
+      if (!list.is_array()) return Error(field + ".pretokenizers", "expected an array");
+      for (size_t i = 0; i < list.size(); ++i) {
+        TUNE_RETURN_IF_ERROR(ParsePreTokenizer(list[i], field + ".pretokenizers[" + std::to_string(i) + "]", out));
+      }
+      return Status::Ok();
+    } else {
+      return Unsupported(field + ".type", type, "ByteLevel, Split, Digits, Sequence, null");
+    }
+    out->push_back(std::move(step));
+    return Status::Ok();
+  }
+
+  // TemplateProcessing's `single` template -> ids before / after $A.
+  Status ParsePostProcessor(const json& j, const std::string& field, std::vector<int32_t>* prefix,
+                            std::vector<int32_t>* suffix) const {
+    if (j.is_null()) return Status::Ok();
+    TUNE_ASSIGN_OR_RETURN(std::string type, Type(j, field));
+    if (type == "ByteLevel") return Status::Ok();  // offsets only
+    if (type == "Sequence") {
+      const json& list = j.value("processors", json::array());
+      if (!list.is_array()) return Error(field + ".processors", "expected an array");
+      for (size_t i = 0; i < list.size(); ++i) {
+        TUNE_RETURN_IF_ERROR(ParsePostProcessor(list[i], field + ".processors[" + std::to_string(i) + "]", prefix, suffix));
+      }
+      return Status::Ok();
+    }
+    if (type != "TemplateProcessing") {
+      return Unsupported(field + ".type", type, "ByteLevel, TemplateProcessing, Sequence, null");
+    }
+    const json& single = j.value("single", json::array());
+    const json& specials = j.value("special_tokens", json::object());
+    if (!single.is_array()) return Error(field + ".single", "expected an array");
+    bool seen_a = false;
+    for (size_t i = 0; i < single.size(); ++i) {
+      std::string f = field + ".single[" + std::to_string(i) + "]";
+      const json& piece = single[i];
+      if (piece.contains("Sequence")) {
+        seen_a = true;
+        continue;
+      }
+      if (!piece.contains("SpecialToken")) return Error(f, "expected {\"SpecialToken\": ...} or {\"Sequence\": ...}");
+      std::string name = piece["SpecialToken"].value("id", std::string());
+      auto sp = specials.find(name);
+      if (sp == specials.end() || !sp->contains("ids") || !(*sp)["ids"].is_array()) {
+        return Error(f, "special token \"" + name + "\" is not in " + field + ".special_tokens");
+      }
+      for (const json& id : (*sp)["ids"]) {
+        if (!id.is_number_integer()) return Error(field + ".special_tokens." + name + ".ids", "expected integers");
+        (seen_a ? suffix : prefix)->push_back(id.get<int32_t>());
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ParseDecoder(const json& j, const std::string& field, bool* byte_level) const {
+    if (j.is_null()) return Status::Ok();
+    TUNE_ASSIGN_OR_RETURN(std::string type, Type(j, field));
+    if (type == "ByteLevel") {
+      *byte_level = true;
+      return Status::Ok();
+    }
+    return Unsupported(field + ".type", type, "ByteLevel, null");
+  }
+
+  Result<BpeModel> ParseModel(const json& j) const {
+    if (!j.is_object()) return Error("model", "expected an object");
+    std::string type = j.value("type", std::string("BPE"));
+    if (type != "BPE") return Unsupported("model.type", type, "BPE");
+    if (Bool(j, "byte_fallback", false)) return Unsupported("model.byte_fallback", "true", "false");
+    auto dropout = j.find("dropout");
+    if (dropout != j.end() && !dropout->is_null() && dropout->is_number() && dropout->get<double>() > 0) {
+      return Error("model.dropout", "BPE dropout is not supported (expected null)");
+    }
+    auto vit = j.find("vocab");
+    if (vit == j.end() || !vit->is_object()) return Error("model.vocab", "missing or not an object");
+    std::unordered_map<std::string, int32_t> vocab;
+    vocab.reserve(vit->size());
+    for (auto it = vit->begin(); it != vit->end(); ++it) {
+      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0) {
+        return Error("model.vocab[\"" + it.key() + "\"]", "expected a non-negative integer id");
+      }
+      vocab.emplace(it.key(), it.value().get<int32_t>());
+    }
+    auto mit = j.find("merges");
+    if (mit == j.end() || !mit->is_array()) return Error("model.merges", "missing or not an array");
+    std::vector<std::pair<std::string, std::string>> merges;
+    merges.reserve(mit->size());
+    for (size_t i = 0; i < mit->size(); ++i) {
+      const json& m = (*mit)[i];
+      std::string f = "model.merges[" + std::to_string(i) + "]";
+      if (m.is_string()) {
+        const std::string& s = m.get_ref<const std::string&>();
+        size_t sp = s.find(' ', 1);
+        if (sp == std::string::npos) return Error(f, "expected \"left right\", got \"" + s + "\"");
+        merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+      } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+        merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+      } else {
+        return Error(f, "expected \"left right\" or [\"left\", \"right\"]");
+      }
+    }
+    BpeOptions opt;
+    auto str_or_null = [&](const char* key) -> std::optional<std::string> {
+      auto it = j.find(key);
+      if (it == j.end() || !it->is_string()) return std::nullopt;
+      return it->get<std::string>();
+    };
+    opt.unk_token = str_or_null("unk_token");
+    opt.continuing_subword_prefix = str_or_null("continuing_subword_prefix").value_or("");
+    opt.end_of_word_suffix = str_or_null("end_of_word_suffix").value_or("");
+    opt.fuse_unk = Bool(j, "fuse_unk", false);
+    opt.ignore_merges = Bool(j, "ignore_merges", false);
+    auto model = BpeModel::Build(std::move(vocab), merges, std::move(opt));
+    if (!model.ok()) return Status::InvalidArgument(origin_ + ": " + model.status().message());
+    return model;
+  }
+
+ private:
+  std::string origin_;
+};
+
+// Special token names from tokenizer_config.json ("eos_token": "..." or
+// {"content": "..."}).
+std::optional<std::string> ConfigToken(const json& cfg, const char* key) {
+  auto it = cfg.find(key);
+  if (it == cfg.end()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
+    return (*it)["content"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// Special ids: from tokenizer_config.json's entries when given, else the
+// first well-known name present.
+void ResolveSpecialIds(const json& cfg, Tokenizer::Impl* impl) {
+  auto id_of = [&](const std::string& name) -> std::optional<int32_t> {
+    if (auto id = impl->added.TokenId(name)) return id;
+    return impl->model->TokenId(name);
+  };
+  auto pick = [&](const char* key, std::initializer_list<const char*> names) -> std::optional<int32_t> {
+    if (auto name = ConfigToken(cfg, key)) return id_of(*name);
+    for (const char* n : names) {
+      if (auto id = id_of(n)) return id;
+    }
+    return std::nullopt;
+  };
+  impl->eos = pick("eos_token", {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"});
+  impl->bos = pick("bos_token", {"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>"});
+  impl->pad = pick("pad_token", {"<|pad|>", "<pad>", "<|finetune_right_pad_id|>"});
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view json_text,
+                                                            const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(origin + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) return Status::InvalidArgument(origin + ": expected a JSON object");
+  Parser p(origin);
+  auto impl = std::make_shared<Tokenizer::Impl>();
+
+  std::vector<NormalForm> forms;
+  TUNE_RETURN_IF_ERROR(p.ParseNormalizer(j.value("normalizer", json()), "normalizer", &forms));
+  impl->normalizer = Normalizer(std::move(forms));
+  std::vector<PreTokenizerStep> steps;
+  TUNE_RETURN_IF_ERROR(p.ParsePreTokenizer(j.value("pre_tokenizer", json()), "pre_tokenizer", &steps));
+  impl->pre_tokenizer = PreTokenizer(std::move(steps));
+  if (!j.contains("model")) return p.Error("model", "missing");
+  TUNE_ASSIGN_OR_RETURN(BpeModel model, p.ParseModel(j["model"]));
+  impl->model.emplace(std::move(model));
+  TUNE_RETURN_IF_ERROR(p.ParsePostProcessor(j.value("post_processor", json()), "post_processor",
+                                            &impl->prefix, &impl->suffix));
+  TUNE_RETURN_IF_ERROR(p.ParseDecoder(j.value("decoder", json()), "decoder", &impl->byte_level_decoder));
+  // "truncation" and "padding" are ignored: the data loader truncates to
+  // seq_len and the trainer pads batches itself.
+
+  // Added tokens.
+  const json& added = j.value("added_tokens", json::array());
+  if (!added.is_array()) return p.Error("added_tokens", "expected an array");
+  for (size_t i = 0; i < added.size(); ++i) {
+    const json& a = added[i];
+    std::string f = "added_tokens[" + std::to_string(i) + "]";
+    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
+        !a["content"].is_string()) {
+      return p.Error(f, "expected {\"id\": int, \"content\": string, ...}");
+    }
+    AddedToken t;
+    t.id = a["id"].get<int32_t>();
+    t.content = a["content"].get<std::string>();
+    t.special = p.Bool(a, "special", false);
+    t.normalized = p.Bool(a, "normalized", !t.special);
+    t.single_word = p.Bool(a, "single_word", false);
+    t.lstrip = p.Bool(a, "lstrip", false);
+    t.rstrip = p.Bool(a, "rstrip", false);
+    impl->added.Add(std::move(t));
+  }
+  impl->added.Build(impl->normalizer);
+
+  // id -> token table.
+  int32_t max_id = -1;
+  for (const auto& [tok, id] : impl->model->vocab()) max_id = std::max(max_id, id);
+  for (const AddedToken& t : impl->added.tokens()) max_id = std::max(max_id, t.id);
+  impl->vocab_size = max_id + 1;
+  impl->id_to_token.assign(impl->vocab_size, std::string());
+  impl->id_is_added.assign(impl->vocab_size, 0);
+  for (const auto& [tok, id] : impl->model->vocab()) impl->id_to_token[id] = tok;
+  for (const AddedToken& t : impl->added.tokens()) {
+    impl->id_to_token[t.id] = t.content;
+    impl->id_is_added[t.id] = 1;
+  }
+  ResolveSpecialIds(json::object(), impl.get());
+  return impl;
+}
+
+Status ApplyTokenizerConfig(const std::string& config_path, Tokenizer::Impl* impl) {
+  std::ifstream in(config_path);
+  if (!in) return Status::Ok();
+  json cfg;
+  try {
+    cfg = json::parse(in);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(config_path + ": not valid JSON: " + e.what());
+  }
+  if (cfg.is_object()) ResolveSpecialIds(cfg, impl);
+  return Status::Ok();
+}
+
+}  // namespace tune::text
