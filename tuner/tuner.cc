@@ -180,6 +180,17 @@ Status Tuner::Impl::Setup() {
 // Rebuilds the in-memory history and the scheduler's state from storage.
 Status Tuner::Impl::ReplayHistory() {
   Storage& storage = *parts.storage;
+  // Trials found running were interrupted (the tuner was killed): their
+  // attempt is void and they run again. Retire it before the replay, so
+  // the scheduler sees exactly the events of an uninterrupted run.
+  {
+    TUNE_ASSIGN_OR_RETURN(History before, storage.ListTrials(experiment_id));
+    for (const Trial& t : before) {
+      if (t.state == TrialState::kRunning) {
+        TUNE_RETURN_IF_ERROR(storage.RetryTrial(t.id, "interrupted: the tuner stopped while it ran"));
+      }
+    }
+  }
   TUNE_ASSIGN_OR_RETURN(History stored, storage.ListTrials(experiment_id));
   TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> reports, storage.ListReports(experiment_id));
 
@@ -217,15 +228,7 @@ Status Tuner::Impl::ReplayHistory() {
     Trial& t = Get(s.id);
     t = s;
     // The next attempt gets a fresh number unless this trial never started.
-    if ((s.state == TrialState::kRunning || s.state == TrialState::kPending) && ever_started.count(s.id)) {
-      t.attempt = s.attempt + 1;
-    }
-    if (s.state == TrialState::kRunning) {
-      TUNE_RETURN_IF_ERROR(storage.RetryTrial(s.id, "interrupted: the tuner stopped while it ran"));
-      t.state = TrialState::kPending;
-      t.intermediate.clear();
-      t.value.reset();
-    }
+    if (s.state == TrialState::kPending && ever_started.count(s.id)) t.attempt = s.attempt + 1;
     if (t.state == TrialState::kPending) retry_queue.push_back(t.id);
     if (t.state == TrialState::kFailed) ++failed_count;
     if (t.state == TrialState::kCompleted) NoteValue(t);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -227,3 +228,134 @@ TEST_CASE("a SIGKILLed tuner leaves no trial process, and --resume finishes the 
 }
 
 }  // namespace
+
+namespace {
+
+json AshaSpec(const std::string& name, int max_trials, int concurrent, int sleep_ms) {
+  json spec = SyntheticSpec(name, max_trials, concurrent, 60, sleep_ms);
+  spec["scheduler"] = {{"type", "asha"}, {"max_t", 60}, {"grace_period", 5}, {"reduction_factor", 3}};
+  return spec;
+}
+
+// Trial number -> (state, pruned rung) from `tune trials --format json`.
+std::map<int, std::pair<std::string, std::string>> Outcomes(const std::string& db, const std::string& name) {
+  Output trials = Sh(Tune("trials --db " + Quote(db) + " --experiment " + name + " --format json"));
+  REQUIRE(trials.code == 0);
+  std::map<int, std::pair<std::string, std::string>> out;
+  for (const auto& r : json::parse(trials.out)) {
+    out[r["number"].get<int>()] = {r["state"].get<std::string>(), r.value("pruned_rung", json()).dump()};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ASHA-pruned trials really stop near their rung and their processes are gone", "[e2e]") {
+  TempDir dir;
+  json spec = AshaSpec("e2e-asha", 12, 3, 15);
+  spec["trial"]["command"].push_back("--seed");
+  spec["trial"]["command"].push_back("515151");
+  fs::path spec_path = Write(dir.path, spec);
+  std::string db = (dir.path / "a.db").string();
+  Output run = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db) + " --quiet"));
+  INFO(run.out);
+  REQUIRE(run.code == 0);
+  CHECK(CountProcesses("515151") == 0);
+
+  auto outcomes = Outcomes(db, "e2e-asha");
+  REQUIRE(outcomes.size() == 12);
+  int pruned = 0;
+  for (const auto& [number, o] : outcomes) {
+    if (o.first != "pruned") continue;
+    ++pruned;
+    int rung = std::stoi(o.second);
+    CHECK((rung == 5 || rung == 15 || rung == 45));
+    char name[32];
+    std::snprintf(name, sizeof name, "trial_%04d", number);
+    std::ifstream log(dir.path / "tune_runs" / "e2e-asha" / name / "rank_0.log");
+    std::string line, last_step_line;
+    bool got_sigterm = false;
+    while (std::getline(log, line)) {
+      if (line.rfind("step=", 0) == 0) last_step_line = line;
+      if (line.find("SIGTERM") != std::string::npos) got_sigterm = true;
+    }
+    INFO("trial " << number << " rung " << rung << " last line " << last_step_line);
+    REQUIRE(!last_step_line.empty());
+    int last_step = std::stoi(last_step_line.substr(5));
+    // Stopped within a few reports of its rung, far before max_t.
+    CHECK(last_step >= rung);
+    CHECK(last_step <= rung + 15);
+    CHECK(got_sigterm);
+  }
+  CHECK(pruned > 0);
+}
+
+TEST_CASE("a resumed ASHA experiment decides as the uninterrupted one", "[e2e]") {
+  TempDir dir;
+  // One trial at a time: report order, hence every decision, is fixed.
+  json spec = AshaSpec("e2e-replay", 10, 1, 4);
+  spec["trial"]["command"].push_back("--seed");
+  spec["trial"]["command"].push_back("626262");
+  fs::path spec_path = Write(dir.path, spec);
+  std::string db_full = (dir.path / "full.db").string();
+  std::string db_cut = (dir.path / "cut.db").string();
+  REQUIRE(Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db_full) + " --quiet")).code == 0);
+
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open("/dev/null", O_WRONLY);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl((kBin + "/tune").c_str(), "tune", "run", spec_path.c_str(), "--db", db_cut.c_str(), "--quiet", nullptr);
+    _exit(127);
+  }
+  bool some_done = false;
+  for (int i = 0; i < 300 && !some_done; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    Output c = Sh("sqlite3 " + Quote(db_cut) + " \"SELECT count(*) FROM trials WHERE state IN ('completed','pruned')\"");
+    some_done = c.code == 0 && !c.out.empty() && std::isdigit(static_cast<unsigned char>(c.out[0])) && std::stoi(c.out) >= 4;
+  }
+  REQUIRE(some_done);
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  Output resume = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db_cut) + " --resume --quiet"));
+  INFO(resume.out);
+  REQUIRE(resume.code == 0);
+  CHECK(Outcomes(db_cut, "e2e-replay") == Outcomes(db_full, "e2e-replay"));
+}
+
+TEST_CASE("Ctrl-C stops trials cleanly; --resume finishes the experiment", "[e2e]") {
+  TempDir dir;
+  json spec = SyntheticSpec("e2e-int", 4, 2, 40, 25);
+  spec["trial"]["command"].push_back("--seed");
+  spec["trial"]["command"].push_back("737373");
+  fs::path spec_path = Write(dir.path, spec);
+  std::string db = (dir.path / "i.db").string();
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open("/dev/null", O_WRONLY);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl((kBin + "/tune").c_str(), "tune", "run", spec_path.c_str(), "--db", db.c_str(), "--quiet", nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 100 && CountProcesses("737373") == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(CountProcesses("737373") > 0);
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 130);
+  CHECK(CountProcesses("737373") == 0);
+  Output states = Sh("sqlite3 " + Quote(db) + " \"SELECT state FROM experiments\"");
+  CHECK(states.out.find("stopped") != std::string::npos);
+  Output resume = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db) + " --resume --quiet"));
+  INFO(resume.out);
+  REQUIRE(resume.code == 0);
+  auto outcomes = Outcomes(db, "e2e-int");
+  REQUIRE(outcomes.size() == 4);
+  for (const auto& [n, o] : outcomes) CHECK(o.first == "completed");
+}
