@@ -1,0 +1,36 @@
+// Helpers shared by the trainer tests.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <torch/torch.h>
+
+namespace tune::testing {
+
+inline std::string GoldenDir() { return std::string(TUNE_SOURCE_DIR) + "/tests/trainer/golden"; }
+
+// A fresh empty folder under the system temp dir, unique per call.
+inline std::string TempDir(const std::string& tag) {
+  static int counter = 0;
+  auto p = std::filesystem::temp_directory_path() /
+           ("lora_train_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+// max |a - b| <= rtol * max |b| (+ a tiny floor): "relative to the tensor".
+inline bool CloseRel(const torch::Tensor& a, const torch::Tensor& b, double rtol) {
+  if (a.sizes() != b.sizes()) return false;
+  const double scale = b.abs().max().item<double>();
+  const double diff = (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+  return diff <= rtol * scale + 1e-12;
+}
+
+inline double MaxRelDiff(const torch::Tensor& a, const torch::Tensor& b) {
+  const double scale = std::max(b.abs().max().item<double>(), 1e-30);
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / scale;
+}
+
+}  // namespace tune::testing

@@ -1,0 +1,182 @@
+// Real runs of the lora_train binary on the tiny golden Llama: loss goes
+// down, outputs have PEFT's layout, checkpoint + resume equals an
+// uninterrupted run, 2 ranks x batch b equal 1 rank x batch 2b, and a rank
+// that fails makes its peer exit non-zero.
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/trainer/test_util.h"
+#include "trainer/safetensors.h"
+
+namespace tune {
+namespace {
+
+std::string Bin() { return std::string(TUNE_BIN_DIR) + "/lora_train"; }
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs a shell command line; returns its exit status.
+int Sh(const std::string& cmd) {
+  int rc = std::system(("bash -c '" + cmd + "'").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+std::string WriteData(const std::string& dir) {
+  const char* words[] = {"alpha beta gamma", "the quick brown fox", "hello world again", "one two three four"};
+  std::ofstream out(dir + "/train.jsonl");
+  for (int i = 0; i < 48; ++i) {
+    nlohmann::json j{{"instruction", "Repeat item " + std::to_string(i % 4) + "."}, {"response", words[i % 4]}};
+    out << j.dump() << "\n";
+  }
+  return dir + "/train.jsonl";
+}
+
+std::string CommonFlags(const std::string& data) {
+  return " --base " + testing::GoldenDir() + "/llama --data " + data +
+         " --seq-len 96 --threads 1 --lora-r 4 --lora-alpha 8 --target-modules q_proj,v_proj,o_proj,up_proj";
+}
+
+// (step, name) -> value from the metric lines.
+std::map<std::pair<int, std::string>, double> Metrics(const std::string& stdout_text) {
+  std::map<std::pair<int, std::string>, double> m;
+  std::istringstream in(stdout_text);
+  std::string line;
+  static const std::regex kPair(R"(([a-z_]+)=([-+0-9.eE]+|nan))");
+  while (std::getline(in, line)) {
+    int step = -1;
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), kPair); it != std::sregex_iterator(); ++it) {
+      if ((*it)[1] == "step") step = std::stoi((*it)[2]);
+      else if (step >= 0) m[{step, (*it)[1]}] = std::stod((*it)[2]);
+    }
+  }
+  return m;
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+void CheckSameAdapter(const std::string& a_dir, const std::string& b_dir, double rtol) {
+  auto a = ReadSafetensors(a_dir + "/adapter_model.safetensors");
+  auto b = ReadSafetensors(b_dir + "/adapter_model.safetensors");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->size() == b->size());
+  for (auto& [k, t] : *a) {
+    INFO(k << " max rel diff " << testing::MaxRelDiff(t, (*b)[k]));
+    CHECK(testing::CloseRel(t, (*b)[k], rtol));
+  }
+}
+
+TEST_CASE("lora_train fine-tunes: loss goes down, PEFT files written", "[trainer][run]") {
+  const std::string dir = testing::TempDir("run");
+  const std::string data = WriteData(dir);
+  const int rc = Sh(Bin() + CommonFlags(data) + " --output " + dir + "/out --max-steps 24 --eval-every 8" +
+                    " --log-every 4 --lr 2e-2 --batch-size 4 --warmup-steps 2 > " + dir + "/stdout 2> " + dir +
+                    "/stderr");
+  INFO(Slurp(dir + "/stderr"));
+  REQUIRE(rc == 0);
+  auto m = Metrics(Slurp(dir + "/stdout"));
+  REQUIRE(m.count({8, "eval_loss"}));
+  REQUIRE(m.count({24, "eval_loss"}));
+  CHECK(m[{24, "eval_loss"}] < m[{8, "eval_loss"}] - 0.1);
+  CHECK(m[{24, "train_loss"}] < m[{4, "train_loss"}]);
+  CHECK(m[{4, "tokens_per_s"}] > 0);
+  CHECK(m.count({4, "lr"}));
+  // The log names the BLAS and the thread count, as prose.
+  const std::string err = Slurp(dir + "/stderr");
+  CHECK_THAT(err, Catch::Contains("BLAS"));
+  CHECK(err.find('=') == std::string::npos);
+  // PEFT layout.
+  auto cfg = nlohmann::json::parse(Slurp(dir + "/out/adapter_config.json"));
+  CHECK(cfg["peft_type"] == "LORA");
+  CHECK(cfg["r"] == 4);
+  CHECK(cfg["target_modules"].size() == 4);
+  auto adapter = ReadSafetensors(dir + "/out/adapter_model.safetensors");
+  REQUIRE(adapter.ok());
+  CHECK(adapter->size() == 2 * 2 * 4);
+  CHECK(adapter->count("base_model.model.model.layers.1.mlp.up_proj.lora_B.weight") == 1);
+  CHECK((*adapter)["base_model.model.model.layers.1.mlp.up_proj.lora_B.weight"].abs().max().item<double>() > 0);
+}
+
+TEST_CASE("checkpoint + resume equals an uninterrupted run", "[trainer][run]") {
+  const std::string dir = testing::TempDir("resume");
+  const std::string data = WriteData(dir);
+  const std::string flags = CommonFlags(data) + " --max-steps 6 --save-every 3 --eval-every 0 --lr 1e-2" +
+                            " --batch-size 2 --grad-accum 2 --lora-dropout 0.2 --warmup-steps 2";
+  REQUIRE(Sh(Bin() + flags + " --output " + dir + "/a > /dev/null 2>&1") == 0);
+  REQUIRE(std::filesystem::exists(dir + "/a/checkpoint-3/optimizer.pt"));
+  REQUIRE(std::filesystem::exists(dir + "/a/checkpoint-3/adapter_config.json"));
+  REQUIRE(Sh(Bin() + flags + " --output " + dir + "/b --resume-from " + dir + "/a/checkpoint-3 > " + dir +
+             "/b.out 2> " + dir + "/b.err") == 0);
+  CHECK_THAT(Slurp(dir + "/b.err"), Catch::Contains("resumed"));
+  CheckSameAdapter(dir + "/a", dir + "/b", 1e-6);
+  // A retried trial finds its own checkpoint without --resume-from.
+  std::filesystem::remove_all(dir + "/a/checkpoint-6");
+  REQUIRE(Sh(Bin() + flags + " --output " + dir + "/a > /dev/null 2> " + dir + "/a.err") == 0);
+  CHECK_THAT(Slurp(dir + "/a.err"), Catch::Contains("checkpoint-3"));
+  CheckSameAdapter(dir + "/a", dir + "/b", 1e-6);
+}
+
+TEST_CASE("2 ranks with batch b equal 1 rank with batch 2b", "[trainer][run][distributed]") {
+  const std::string dir = testing::TempDir("ddp");
+  const std::string data = WriteData(dir);
+  const std::string flags = CommonFlags(data) + " --max-steps 4 --eval-every 2 --lr 1e-2 --lora-dropout 0" +
+                            " --dist-timeout 60";
+  REQUIRE(Sh(Bin() + flags + " --batch-size 4 --output " + dir + "/one > " + dir + "/one.out 2>&1") == 0);
+  const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
+  const int rc = Sh(env + " RANK=1 LOCAL_RANK=1 " + Bin() + flags + " --batch-size 2 --output " + dir +
+                    "/two > " + dir + "/r1.out 2>&1 & " + env + " RANK=0 LOCAL_RANK=0 " + Bin() + flags +
+                    " --batch-size 2 --output " + dir + "/two > " + dir + "/r0.out 2>&1; r0=$?; wait $!; " +
+                    "r1=$?; exit $((r0 + r1))");
+  INFO(Slurp(dir + "/r0.out") << Slurp(dir + "/r1.out"));
+  REQUIRE(rc == 0);
+  CHECK(Slurp(dir + "/r1.out").find("step=") == std::string::npos);  // only rank 0 reports
+  auto one = Metrics(Slurp(dir + "/one.out"));
+  auto two = Metrics(Slurp(dir + "/r0.out"));
+  CHECK(two[{4, "eval_loss"}] == Approx(one[{4, "eval_loss"}]).epsilon(1e-4));
+  CHECK(two[{4, "train_loss"}] == Approx(one[{4, "train_loss"}]).epsilon(1e-4));
+  CheckSameAdapter(dir + "/one", dir + "/two", 1e-4);
+}
+
+TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][distributed]") {
+  const std::string dir = testing::TempDir("dead");
+  const std::string data = WriteData(dir);
+  const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
+  // Rank 1 is killed after a moment; rank 0 must notice and fail, not hang.
+  const int rc = Sh(env + " RANK=1 timeout -s KILL 4 " + Bin() + CommonFlags(data) +
+                    " --max-steps 100000 --eval-every 0 --batch-size 2 --dist-timeout 20 --output " + dir +
+                    "/x > /dev/null 2>&1 & " + env + " RANK=0 " + Bin() + CommonFlags(data) +
+                    " --max-steps 100000 --eval-every 0 --batch-size 2 --dist-timeout 20 --output " + dir +
+                    "/x > " + dir + "/r0.out 2> " + dir + "/r0.err; r0=$?; wait; exit $r0");
+  INFO(Slurp(dir + "/r0.err"));
+  CHECK(rc != 0);
+  CHECK_THAT(Slurp(dir + "/r0.err"), Catch::Contains("rank 0"));
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,42 @@
+// Training checkpoints: <output>/checkpoint-<step>/ holding the trainable
+// weights, the optimizer state (AdamW moments and step counts), the step and
+// the CPU RNG state, so a resumed run continues exactly where the saved one
+// was (same data order, same dropout masks).
+//
+// Written atomically (a .tmp folder renamed into place); only the newest
+// `keep` checkpoints are kept. Call from rank 0 only. Not thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "trainer/safetensors.h"
+#include "tuner/core/status.h"
+
+namespace tune {
+
+struct CheckpointContents {
+  int64_t step = 0;
+  TensorMap weights;  // as saved (e.g. PEFT adapter keys)
+};
+
+// `weights_file` names the weights inside the folder (adapter_model.safetensors
+// for LoRA, model.safetensors for pretraining); `extra_files` maps file names
+// to text (e.g. adapter_config.json, so PEFT can load any checkpoint).
+Status SaveCheckpoint(const std::string& output, int64_t step, const TensorMap& weights,
+                      const std::string& weights_file, torch::optim::Optimizer& optimizer,
+                      const std::map<std::string, std::string>& extra_files, int64_t keep);
+
+// Restores the optimizer state and the RNG from `dir` and returns the step
+// and weights (the caller copies them into its parameters). Non-OK:
+// NotFound (no checkpoint there) or InvalidArgument (incomplete or
+// mismatched, e.g. a different number of parameters).
+Result<CheckpointContents> LoadCheckpoint(const std::string& dir, const std::string& weights_file,
+                                          torch::optim::Optimizer& optimizer);
+
+// The newest complete checkpoint-<step> folder in `output`, or "" if none.
+std::string LatestCheckpoint(const std::string& output);
+
+}  // namespace tune

@@ -1,0 +1,281 @@
+#include "trainer/model.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace tune {
+namespace {
+
+std::string ShapeString(torch::IntArrayRef s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// The module's own name in its parent ("model.layers.0.self_attn.q_proj" ->
+// "q_proj").
+std::string LeafName(const std::string& qualified) {
+  auto dot = qualified.rfind('.');
+  return dot == std::string::npos ? qualified : qualified.substr(dot + 1);
+}
+
+constexpr char kPeftPrefix[] = "base_model.model.";
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, bool has_bias) {
+  weight = register_parameter("weight", torch::empty({out_features, in_features}));
+  if (has_bias) bias = register_parameter("bias", torch::zeros({out_features}));
+}
+
+torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
+  torch::Tensor y = torch::nn::functional::linear(x, weight, bias);
+  if (!lora_a_) return y;
+  torch::Tensor h = dropout_ > 0.0 ? torch::dropout(x, dropout_, is_training()) : x;
+  return y + lora_b_(lora_a_(h)) * scaling_;
+}
+
+void ProjectionImpl::AddLora(int64_t r, double scaling, double dropout) {
+  const int64_t out = weight.size(0), in = weight.size(1);
+  lora_a_ = register_module("lora_A", torch::nn::Linear(torch::nn::LinearOptions(in, r).bias(false)));
+  lora_b_ = register_module("lora_B", torch::nn::Linear(torch::nn::LinearOptions(r, out).bias(false)));
+  torch::NoGradGuard no_grad;
+  lora_a_->weight.set_data(torch::empty({r, in}, weight.options()));
+  lora_b_->weight.set_data(torch::zeros({out, r}, weight.options()));
+  torch::nn::init::kaiming_uniform_(lora_a_->weight, std::sqrt(5.0));
+  scaling_ = scaling;
+  dropout_ = dropout;
+}
+
+RmsNormImpl::RmsNormImpl(int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = x.to(torch::kFloat32);
+  h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+  return weight * h.to(x.scalar_type());
+}
+
+// ---------------------------------------------------------------------------
+namespace {
+// [..., hd] -> cat(-x[..., hd/2:], x[..., :hd/2])
+torch::Tensor RotateHalf(const torch::Tensor& x) {
+  auto halves = x.chunk(2, -1);
+  return torch::cat({-halves[1], halves[0]}, -1);
+}
+}  // namespace
+
+AttentionImpl::AttentionImpl(const ModelConfig& c)
+    : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
+  // Qwen2: biases on q/k/v only; Llama's attention_bias: on all four.
+  const bool qkv_bias = c.attention_bias;
+  const bool o_bias = c.model_type == "llama" && c.attention_bias;
+  q_proj = register_module("q_proj", Projection(c.hidden_size, heads_ * head_dim_, qkv_bias));
+  k_proj = register_module("k_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias));
+  v_proj = register_module("v_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias));
+  o_proj = register_module("o_proj", Projection(heads_ * head_dim_, c.hidden_size, o_bias));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                     const torch::Tensor& mask) {
+  const int64_t B = x.size(0), T = x.size(1);
+  // q: [B, H, T, hd]; k, v: [B, KV, T, hd]
+  torch::Tensor q = q_proj(x).view({B, T, heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
+  q = q * cos + RotateHalf(q) * sin;
+  k = k * cos + RotateHalf(k) * sin;
+  if (kv_heads_ != heads_) {  // GQA: each kv head serves heads/kv_heads query heads
+    const int64_t rep = heads_ / kv_heads_;
+    k = k.unsqueeze(2).expand({B, kv_heads_, rep, T, head_dim_}).reshape({B, heads_, T, head_dim_});
+    v = v.unsqueeze(2).expand({B, kv_heads_, rep, T, head_dim_}).reshape({B, heads_, T, head_dim_});
+  }
+  // att: [B, H, T, T], softmax in float32 as transformers' eager attention.
+  torch::Tensor att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  att = torch::softmax(att + mask, -1, torch::kFloat32).to(q.scalar_type());
+  torch::Tensor y = torch::matmul(att, v).transpose(1, 2).reshape({B, T, heads_ * head_dim_});
+  return o_proj(y);
+}
+
+MlpImpl::MlpImpl(const ModelConfig& c) {
+  gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, false));
+  up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, false));
+  down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, false));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
+  input_layernorm = register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+  self_attn = register_module("self_attn", Attention(c));
+  post_attention_layernorm = register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+  mlp = register_module("mlp", Mlp(c));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                        const torch::Tensor& mask) {
+  torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask);
+  return h + mlp(post_attention_layernorm(h));
+}
+
+BackboneImpl::BackboneImpl(const ModelConfig& c) {
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c));
+  norm = register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+// ---------------------------------------------------------------------------
+CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)) {
+  model = register_module("model", Backbone(config_));
+  if (!config_.tie_word_embeddings) {
+    lm_head_ = register_module("lm_head", Projection(config_.hidden_size, config_.vocab_size, false));
+  }
+  InitWeights();
+}
+
+void CausalLmImpl::EnsureRope(int64_t length, const torch::Device& device) {
+  if (cos_.defined() && cos_.size(0) >= length && cos_.device() == device) return;
+  const int64_t L = std::max<int64_t>(length, 64);
+  const int64_t hd = config_.head_dim;
+  // inv_freq[i] = 1 / theta^(2i / hd), in float32 as transformers computes it.
+  torch::Tensor exponent = torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(hd);
+  torch::Tensor inv_freq = 1.0 / torch::pow(config_.rope_theta, exponent);
+  torch::Tensor t = torch::arange(L, torch::kInt64).to(torch::kFloat32);
+  torch::Tensor freqs = torch::outer(t, inv_freq);
+  torch::Tensor emb = torch::cat({freqs, freqs}, -1);  // [L, hd]
+  cos_ = emb.cos().to(device);
+  sin_ = emb.sin().to(device);
+  mask_ = torch::full({L, L}, -std::numeric_limits<float>::infinity()).triu(1).to(device);
+}
+
+torch::Tensor CausalLmImpl::forward(const torch::Tensor& ids) {
+  const int64_t T = ids.size(1);
+  EnsureRope(T, ids.device());
+  torch::Tensor cos = cos_.slice(0, 0, T), sin = sin_.slice(0, 0, T);
+  torch::Tensor mask = mask_.slice(0, 0, T).slice(1, 0, T);
+  torch::Tensor x = model->embed_tokens(ids);
+  for (const auto& layer : *model->layers) x = layer->as<DecoderLayer>()->forward(x, cos, sin, mask);
+  x = model->norm(x);
+  const torch::Tensor& head = lm_head_ ? lm_head_->weight : model->embed_tokens->weight;
+  return torch::nn::functional::linear(x, head);
+}
+
+torch::Tensor CausalLmImpl::Loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+  const int64_t V = logits.size(-1);
+  torch::Tensor shift_logits = logits.slice(1, 0, -1).reshape({-1, V});
+  torch::Tensor shift_labels = labels.slice(1, 1).reshape({-1});
+  return torch::nn::functional::cross_entropy(
+      shift_logits.to(torch::kFloat32), shift_labels,
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+}
+
+void CausalLmImpl::InitWeights() {
+  torch::NoGradGuard no_grad;
+  const double std = config_.initializer_range;
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    if (name.find("lora_") != std::string::npos) continue;
+    if (name.find("norm") != std::string::npos) {
+      p.fill_(1.0);
+    } else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
+      p.zero_();
+    } else {
+      p.normal_(0.0, std);
+    }
+  }
+}
+
+Status CausalLmImpl::LoadBase(const TensorMap& weights) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    if (name.find("lora_") != std::string::npos) continue;
+    auto it = weights.find(name);
+    if (it == weights.end()) return Status::InvalidArgument("missing tensor '" + name + "' in the model weights");
+    const torch::Tensor& src = it->second;
+    if (!src.is_floating_point()) {
+      return Status::InvalidArgument("tensor '" + name + "' is not a floating-point tensor");
+    }
+    if (src.sizes() != item.value().sizes()) {
+      return Status::InvalidArgument("tensor '" + name + "' has shape " + ShapeString(src.sizes()) +
+                                     " in the weights but the config implies " + ShapeString(item.value().sizes()));
+    }
+    item.value().copy_(src);
+  }
+  return Status::Ok();
+}
+
+TensorMap CausalLmImpl::BaseState() {
+  TensorMap out;
+  for (auto& item : named_parameters()) {
+    if (item.key().find("lora_") != std::string::npos) continue;
+    out[item.key()] = item.value().detach().to(torch::kCPU, torch::kFloat32).clone();
+  }
+  return out;
+}
+
+Status CausalLmImpl::ApplyLora(const LoraConfig& lora) {
+  TUNE_RETURN_IF_ERROR(lora.Validate());
+  for (auto& p : parameters()) p.requires_grad_(false);
+  const std::set<std::string> targets(lora.target_modules.begin(), lora.target_modules.end());
+  int wrapped = 0;
+  for (auto& item : named_modules()) {
+    auto proj = std::dynamic_pointer_cast<ProjectionImpl>(item.value());
+    if (!proj || proj->has_lora() || !targets.count(LeafName(item.key()))) continue;
+    proj->AddLora(lora.r, lora.Scaling(), lora.dropout);
+    ++wrapped;
+  }
+  if (wrapped == 0) return Status::InvalidArgument("no module matched --target-modules");
+  return Status::Ok();
+}
+
+std::vector<torch::Tensor> CausalLmImpl::LoraParameters() {
+  std::vector<torch::Tensor> out;
+  for (auto& item : named_parameters()) {
+    if (item.key().find("lora_") != std::string::npos) out.push_back(item.value());
+  }
+  return out;
+}
+
+TensorMap CausalLmImpl::AdapterState() {
+  TensorMap out;
+  for (auto& item : named_parameters()) {
+    if (item.key().find("lora_") == std::string::npos) continue;
+    out[kPeftPrefix + item.key()] = item.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  }
+  return out;
+}
+
+Status CausalLmImpl::LoadAdapter(const TensorMap& adapter) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters()) {
+    if (item.key().find("lora_") == std::string::npos) continue;
+    const std::string key = kPeftPrefix + item.key();
+    auto it = adapter.find(key);
+    if (it == adapter.end()) return Status::InvalidArgument("missing adapter tensor '" + key + "'");
+    if (it->second.sizes() != item.value().sizes()) {
+      return Status::InvalidArgument("adapter tensor '" + key + "' has shape " + ShapeString(it->second.sizes()) +
+                                     ", expected " + ShapeString(item.value().sizes()));
+    }
+    item.value().copy_(it->second);
+  }
+  return Status::Ok();
+}
+
+Result<CausalLm> LoadPretrained(const std::string& dir) {
+  TUNE_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir + "/config.json"));
+  TUNE_ASSIGN_OR_RETURN(TensorMap weights, ReadModelWeights(dir));
+  CausalLm lm(config);
+  Status st = lm->LoadBase(weights);
+  if (!st.ok()) return Status(st.code(), dir + ": " + st.message());
+  return lm;
+}
+
+}  // namespace tune

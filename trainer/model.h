@@ -1,0 +1,146 @@
+// Decoder-only causal language model in the Llama / Qwen2 layout, with
+// optional LoRA adapters on its projections (PEFT semantics).
+//
+// Parameter names are exactly Hugging Face's (model.embed_tokens.weight,
+// model.layers.N.self_attn.q_proj.weight, ..., lm_head.weight), so
+// named_parameters() is the checkpoint's key set. Adapter parameters are
+// named ...q_proj.lora_A.weight / lora_B.weight; AdapterState() prefixes them
+// with "base_model.model." as PEFT saves them.
+//
+// Only trainer translation units include this header (it pulls in libtorch).
+// Not thread-safe: one training loop owns a model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "trainer/lora_config.h"
+#include "trainer/model_config.h"
+#include "trainer/safetensors.h"
+#include "tuner/core/status.h"
+
+namespace tune {
+
+// ---------------------------------------------------------------------------
+// A linear projection y = x W^T (+ b), optionally with a LoRA adapter:
+// y += scaling * B(A(dropout(x))). A: [r, in], B: [out, r].
+class ProjectionImpl : public torch::nn::Module {
+ public:
+  ProjectionImpl(int64_t in_features, int64_t out_features, bool bias);
+  torch::Tensor forward(const torch::Tensor& x);
+  // Adds lora_A / lora_B (A Kaiming-uniform with a = sqrt(5), B zeros).
+  void AddLora(int64_t r, double scaling, double dropout);
+  bool has_lora() const { return static_cast<bool>(lora_a_); }
+
+  torch::Tensor weight;
+  torch::Tensor bias;  // undefined when there is none
+
+ private:
+  torch::nn::Linear lora_a_{nullptr};
+  torch::nn::Linear lora_b_{nullptr};
+  double scaling_ = 0.0;
+  double dropout_ = 0.0;
+};
+TORCH_MODULE(Projection);
+
+class RmsNormImpl : public torch::nn::Module {
+ public:
+  RmsNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);  // [..., dim] -> same
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RmsNorm);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelConfig& c);
+  // x: [B, T, D]; cos/sin: [T, head_dim]; mask: [T, T] additive (0 / -inf).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask);
+  Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+};
+TORCH_MODULE(Attention);
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  explicit MlpImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);  // SwiGLU: down(silu(gate(x)) * up(x))
+  Projection gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask);
+  RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  Attention self_attn{nullptr};
+  Mlp mlp{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// "model": embeddings, layers, final norm.
+class BackboneImpl : public torch::nn::Module {
+ public:
+  explicit BackboneImpl(const ModelConfig& c);
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  RmsNorm norm{nullptr};
+};
+TORCH_MODULE(Backbone);
+
+// ---------------------------------------------------------------------------
+class CausalLmImpl : public torch::nn::Module {
+ public:
+  explicit CausalLmImpl(ModelConfig config);
+
+  // ids: [B, T] int64 -> logits [B, T, vocab].
+  torch::Tensor forward(const torch::Tensor& ids);
+  // Mean cross-entropy of logits[:, t] against labels[:, t + 1] over labels
+  // that are not -100 (Hugging Face's causal-LM loss).
+  static torch::Tensor Loss(const torch::Tensor& logits, const torch::Tensor& labels);
+
+  // Random init as transformers does: normal(0, initializer_range) for
+  // linear and embedding weights, zeros for biases, ones for norms.
+  void InitWeights();
+  // Copies `weights` (any float dtype) into the base parameters. Non-OK
+  // names the missing tensor or the shape mismatch; extra tensors are ignored.
+  Status LoadBase(const TensorMap& weights);
+  // The base parameters with their Hugging Face names (lm_head.weight absent
+  // when tied), as float32 CPU tensors.
+  TensorMap BaseState();
+
+  // Freezes every base parameter and wraps every target projection with a
+  // LoRA adapter. Non-OK when the config is invalid.
+  Status ApplyLora(const LoraConfig& lora);
+  std::vector<torch::Tensor> LoraParameters();
+  // PEFT-keyed adapter weights: base_model.model.<name>.lora_A.weight, ...
+  TensorMap AdapterState();
+  // Inverse of AdapterState(); every adapter tensor must be present.
+  Status LoadAdapter(const TensorMap& adapter);
+
+  const ModelConfig& config() const { return config_; }
+  Backbone model{nullptr};
+
+ private:
+  void EnsureRope(int64_t length, const torch::Device& device);
+
+  ModelConfig config_;
+  Projection lm_head_{nullptr};  // null when tied to the embeddings
+  torch::Tensor cos_, sin_, mask_;  // caches: [L, head_dim], [L, L]
+};
+TORCH_MODULE(CausalLm);
+
+// Reads a Hugging Face model folder (config.json + safetensors weights).
+Result<CausalLm> LoadPretrained(const std::string& dir);
+
+}  // namespace tune

@@ -1,0 +1,47 @@
+# libtorch parts of the trainer (included from trainer/CMakeLists.txt when
+# TUNE_WITH_TORCH is on). One static library, lora_core, holds every libtorch
+# translation unit; torch/torch.h is precompiled once and the PCH is reused
+# by lora_train, the trainer tests and the trainer bench.
+find_package(Torch REQUIRED)
+# Torch's imported targets are directory-scoped; tests/trainer and bench link
+# lora_core from other directories, so make them global.
+get_property(_torch_imported DIRECTORY PROPERTY IMPORTED_TARGETS)
+foreach(t ${_torch_imported})
+  get_target_property(_is_global ${t} IMPORTED_GLOBAL)
+  if(NOT _is_global)
+    set_target_properties(${t} PROPERTIES IMPORTED_GLOBAL TRUE)
+  endif()
+endforeach()
+if(NOT TARGET lora_text)
+  message(WARNING "trainer: lora_text (tokenizer, data) is not built; lora_train skipped")
+  return()
+endif()
+
+add_library(lora_core STATIC
+  model_config.cc
+  lora_config.cc
+  lr_schedule.cc
+  runtime_info.cc
+  safetensors.cc
+  model.cc
+  checkpoint.cc
+  distributed.cc
+  train_loop.cc
+  commands.cc
+)
+target_include_directories(lora_core PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(lora_core
+  PUBLIC ${TORCH_LIBRARIES} lora_text tune_core nlohmann_json::nlohmann_json
+  PRIVATE CLI11::CLI11 ${CMAKE_DL_LIBS})
+target_compile_options(lora_core PUBLIC ${TORCH_CXX_FLAGS})
+target_precompile_headers(lora_core PRIVATE <torch/torch.h>)
+
+# main.cc only parses flags (CLI11, no libtorch include).
+add_executable(lora_train main.cc)
+target_link_libraries(lora_train PRIVATE lora_core CLI11::CLI11)
+
+if(TUNE_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/trainer_bench.cc)
+  add_executable(trainer_bench ${PROJECT_SOURCE_DIR}/bench/trainer_bench.cc)
+  target_link_libraries(trainer_bench PRIVATE lora_core)
+  target_precompile_headers(trainer_bench REUSE_FROM lora_core)
+endif()
