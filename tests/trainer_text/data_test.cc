@@ -38,7 +38,9 @@ std::vector<int32_t> Targets(const Example& ex) {
 
 TEST_CASE("text examples: every token is a target, eos appended", "[data]") {
   Tokenizer tok = Tok();
-  std::string path = TmpFile("text.jsonl", "{\"text\": \"Hello, world!\"}\n\n{\"text\": \"second line\", \"id\": 7}\n");
+  // A byte order mark, a blank line, CRLF and extra keys are all fine.
+  std::string path = TmpFile("text.jsonl",
+                             "\xEF\xBB\xBF{\"text\": \"Hello, world!\"}\r\n\n{\"text\": \"second line\", \"id\": 7}\n");
   DataStats st;
   auto ex = LoadJsonl(path, tok, DataOptions(), &st);
   REQUIRE(ex.ok());

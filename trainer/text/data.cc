@@ -13,6 +13,9 @@ using nlohmann::json;
 
 namespace {
 
+// A UTF-8 byte order mark, skipped at the start of a file.
+constexpr char kUtf8Bom[] = "\xEF\xBB\xBF";
+
 // SplitMix64: a tiny generator with a fixed definition, so a seed gives the
 // same order everywhere.
 class SplitMix64 {
@@ -122,6 +125,7 @@ Result<std::vector<Example>> LoadJsonl(const std::string& path, const Tokenizer&
   const size_t seq_len = static_cast<size_t>(opt.seq_len);
   for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line_no == 1 && line.rfind(kUtf8Bom, 0) == 0) line.erase(0, 3);
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     ++st.lines;
     std::string error;
@@ -210,8 +214,9 @@ Result<std::vector<Example>> LoadCorpus(const std::string& path, const Tokenizer
     if (tok.eos_id()) stream.push_back(*tok.eos_id());
     doc.clear();
   };
-  while (std::getline(in, line)) {
+  for (bool first = true; std::getline(in, line); first = false) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (first && line.rfind(kUtf8Bom, 0) == 0) line.erase(0, 3);
     if (line.find_first_not_of(" \t") == std::string::npos) {
       flush();
       continue;
