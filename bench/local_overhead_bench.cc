@@ -3,7 +3,7 @@
 //   local_overhead_bench [--trials N] [--parallel P] [--wake-samples N] [-- CMD ARGS...]
 //
 // 1. Baseline: N runs of CMD (default /bin/true), P at a time, with plain
-//    fork+execve+waitpid and no logging.
+//    fork+execve+waitpid, output to /dev/null.
 // 2. The same N runs as trials through LocalBackend alone (Launch, Poll,
 //    State, WaitForEvent; logs, port, resource pool, supervisors).
 //    Overhead per trial = (backend wall - baseline wall) / N * P, i.e. the
@@ -12,6 +12,7 @@
 //    `t=<CLOCK_REALTIME ns>` lines; we measure from that stamp to the moment
 //    WaitForEvent returned and Poll handed the report over.
 // 4. Kill latency: Kill() to the final state, for a sleeping worker.
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,12 +70,15 @@ double Baseline(const std::vector<std::string>& cmd, int trials, int parallel) {
   std::vector<char*> argv;
   for (const std::string& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   auto start = Clock::now();
   int started = 0, running = 0;
   while (started < trials || running > 0) {
     while (running < parallel && started < trials) {
       pid_t pid = ::fork();
       if (pid == 0) {
+        ::dup2(null_fd, 1);
+        ::dup2(null_fd, 2);
         ::execve(argv[0], argv.data(), environ);
         ::_exit(127);
       }
@@ -84,7 +88,9 @@ double Baseline(const std::vector<std::string>& cmd, int trials, int parallel) {
     int status;
     if (::wait(&status) > 0) --running;
   }
-  return Seconds(Clock::now() - start);
+  double wall = Seconds(Clock::now() - start);
+  ::close(null_fd);
+  return wall;
 }
 
 tune::LaunchSpec Spec(tune::TrialId id, const std::string& root, std::vector<std::string> argv) {
