@@ -174,6 +174,11 @@ Decision AshaScheduler::OnTrialResult(const Trial& trial, int64_t step, double o
   if (decision.action == Action::kStop) {
     info.stopped = true;
     info.stopped_rung = decision.rung;
+    // Ray's controller calls on_trial_complete(trial.last_result) right
+    // after a STOP, before any other result: do it now, so the state does
+    // not depend on when the tuner later reports the process's exit.
+    info.completed = true;
+    BracketOnResult(info.bracket, trial.id, step, sign_ * objective, nullptr);
   }
   return decision;
 }
@@ -186,8 +191,8 @@ void AshaScheduler::OnTrialComplete(const Trial& trial) {
   if (!last && !trial.intermediate.empty()) {
     last = *trial.intermediate.rbegin();  // reports we never saw (e.g. after replay)
   }
-  // Ray's on_trial_complete records trial.last_result in the bracket: the
-  // report that stopped it, or its final one.
+  // Ray's on_trial_complete records trial.last_result in the bracket (for a
+  // trial we stopped, that happened in OnTrialResult already).
   if (last) BracketOnResult(info.bracket, trial.id, last->first,
                             sign_ * last->second, nullptr);
   info.stopped = true;  // Ray forgets the trial; later reports change nothing

@@ -10,8 +10,12 @@
 // (sign-flipped for min mode, so larger is better) is below
 // np.nanpercentile(recorded rewards at that rung, (1 - 1/rf) * 100); an empty
 // rung passes. The reward is recorded either way. A report at t >= max_t
-// stops the trial (stop_last_trials). OnTrialComplete re-feeds the trial's
-// last report, as Ray's on_trial_complete does with trial.last_result.
+// stops the trial (stop_last_trials). Ray then calls on_trial_complete with
+// trial.last_result, which records that report once more at the next free
+// milestone <= t: we do the same at once for a trial we stop, and in
+// OnTrialComplete for a trial that ended on its own (then a no-op for a
+// trial we stopped), so the state does not depend on when the tuner sees
+// the stopped process exit.
 //
 // Decisions:
 //   kStop with `rung`:    pruned at that milestone (below the cutoff).

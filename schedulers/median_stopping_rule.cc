@@ -81,6 +81,12 @@ Decision MedianStoppingRule::OnTrialResult(const Trial& trial, int64_t step, dou
   if (!(chosen != best)) return Decision::Continue();
 
   record.stopped = true;
+  if (options_.hard_stop) {
+    // Ray's controller calls on_trial_complete(trial.last_result) right
+    // after a STOP: the stopping report counts twice from now on.
+    record.completed = true;
+    record.results.emplace_back(step, objective);
+  }
   Decision d;
   d.action = options_.hard_stop ? Action::kStop : Action::kPause;
   d.rung = step;

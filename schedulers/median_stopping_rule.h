@@ -10,9 +10,11 @@
 // min_samples_required of them the trial continues. A NaN median or a NaN
 // best stops the trial, as Python's min/max make it do in Ray.
 //
-// OnTrialComplete appends the trial's last report once more, as Ray's
-// on_trial_complete does with trial.last_result (it counts twice in that
-// trial's running average).
+// Ray's on_trial_complete appends trial.last_result once more (it counts
+// twice in that trial's running average): OnTrialComplete does so for a
+// trial that ended on its own; for a trial this rule stops, it happens at
+// once in OnTrialResult (as Ray's controller calls on_trial_complete right
+// after a STOP), and OnTrialComplete is then a no-op.
 //
 // Differs from Ray: with too few samples Ray may PAUSE the trial to yield to
 // waiting trials (min_time_slice); this rule always continues then (the

@@ -147,15 +147,36 @@ TEST_CASE("Skipped milestones: the highest unrecorded one is checked, lower ones
   const Decision d = asha.OnTrialResult(b, 14, 2.0);                 // rung 9: 2 > 1
   CHECK(d.action == Action::kStop);
   CHECK(d.rung == 9);
+  // Ray's controller calls on_trial_complete(last_result) right after the
+  // STOP, recording the stopping report at the next free rung (1): rung 1
+  // holds {-1, -2} (sign-flipped) at once.
+  CHECK(*asha.Cutoff(0, 1) == Approx(-2.0 + 1.0 * 2 / 3).epsilon(1e-12));
   // Reports after the stop change nothing and repeat the stop.
   const double before = *asha.Cutoff(0, 1);
   CHECK(asha.OnTrialResult(b, 21, 0.1).action == Action::kStop);
   CHECK(*asha.Cutoff(0, 1) == before);
-  // OnTrialComplete records the stopping report at the next free rung (1),
-  // as Ray's on_trial_complete does: rung 1 holds {-1, -2} (sign-flipped).
-  CHECK(asha.Cutoff(0, 1) == -1.0);
+  // The process's exit, whenever the tuner sees it, changes nothing either.
+  b.intermediate = {{7, 0.5}, {14, 2.0}, {21, 0.1}};
   asha.OnTrialComplete(b);
-  CHECK(*asha.Cutoff(0, 1) == Approx(-2.0 + 1.0 * 2 / 3).epsilon(1e-12));
+  CHECK(*asha.Cutoff(0, 1) == before);
+  CHECK(*asha.Cutoff(0, 9) == Approx(-2.0 + 1.0 * 2 / 3));  // {-1, -2}
+}
+
+TEST_CASE("A trial that ends on its own is recorded once more on completion", "[asha]") {
+  AshaScheduler asha(Options(false));
+  Trial a = MakeTrial(0), b = MakeTrial(1);
+  asha.OnTrialAdd(a);
+  asha.OnTrialAdd(b);
+  asha.OnTrialResult(a, 1, 1.0);
+  // b's program ends at step 5 after skipping step 1: its last report (5, 3.0)
+  // goes to rung 3 when reported and to rung 1 on completion.
+  CHECK(asha.OnTrialResult(b, 5, 3.0).action == Action::kContinue);  // empty rung 3
+  CHECK(*asha.Cutoff(0, 1) == -1.0);
+  b.intermediate = {{5, 3.0}};
+  asha.OnTrialComplete(b);
+  CHECK(*asha.Cutoff(0, 1) == Approx(-3.0 + 2.0 * 2 / 3));
+  asha.OnTrialComplete(b);  // idempotent
+  CHECK(*asha.Cutoff(0, 1) == Approx(-3.0 + 2.0 * 2 / 3));
 }
 
 TEST_CASE("NaN rewards never stop and are ignored by cutoffs", "[asha]") {

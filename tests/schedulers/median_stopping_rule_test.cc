@@ -96,6 +96,24 @@ TEST_CASE("Completion counts the last report once more, as Ray does", "[median]"
   CHECK(rule.OnTrialResult(b, 3, 1.8).action == Action::kContinue);
 }
 
+TEST_CASE("A stopped trial's stopping report counts twice at once", "[median]") {
+  MedianStoppingRule rule(Options(false, /*grace=*/1, /*min_samples=*/1));
+  Trial r = MakeTrial(0), s = MakeTrial(1);
+  for (int t = 1; t <= 4; ++t) REQUIRE(rule.OnTrialResult(r, t, 1).action == Action::kContinue);
+  REQUIRE(rule.OnTrialResult(s, 5, 1.5).action == Action::kContinue);  // nobody beyond 5
+  REQUIRE(rule.OnTrialResult(r, 5, 1).action == Action::kContinue);
+  REQUIRE(rule.OnTrialResult(r, 6, 1).action == Action::kContinue);
+  REQUIRE(rule.OnTrialResult(s, 6, 3).action == Action::kStop);  // best 1.5 > median 1
+  // s's running average at 6 is now (1.5 + 3 + 3) / 3 = 2.5 (Ray appends the
+  // stopping result again), so the median of {1, 2.5} is 1.75; without the
+  // repeat it would be 1.625 and a best of 1.7 would stop.
+  CHECK(rule.OnTrialResult(MakeTrial(2), 6, 1.7).action == Action::kContinue);
+  CHECK(rule.OnTrialResult(MakeTrial(3), 6, 1.8).action == Action::kStop);
+  s.intermediate = {{5, 1.5}, {6, 3}};
+  rule.OnTrialComplete(s);  // no-op: already counted
+  CHECK(rule.OnTrialResult(MakeTrial(4), 6, 1.7).action == Action::kContinue);
+}
+
 TEST_CASE("Median options are validated", "[median]") {
   CHECK(ValidateMedianOptions(Options(false)).ok());
   CHECK(ValidateMedianOptions(Options(false, -1)).IsInvalidArgument());
