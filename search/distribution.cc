@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace tune {
 namespace {
@@ -16,6 +17,16 @@ std::optional<double> AsNumber(const ParamValue& v) {
 }
 
 std::string Num(double d) { return ParamToString(ParamValue(d)); }
+
+// low + k*step without binary noise: 0 + 3*0.05 is 0.15000000000000002 in
+// floating point; users wrote 0.15. Rounding to 15 significant digits
+// removes the noise (doubles carry 15.95).
+double GridValue(double low, double k, double step) {
+  double v = low + k * step;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return std::strtod(buf, nullptr);
+}
 
 }  // namespace
 
@@ -36,7 +47,7 @@ ParamValue FromInternal(const Distribution& dist, double x) {
             double v = x;
             if (f.step) {
               double k = std::round((v - f.low) / *f.step);
-              v = f.low + k * *f.step;
+              v = GridValue(f.low, k, *f.step);
               while (v > f.high + 1e-12 * std::abs(f.high)) v -= *f.step;
             }
             if (v < f.low) v = f.low;
@@ -101,7 +112,7 @@ ParamValue NthValue(const Distribution& dist, int64_t i) {
   return std::visit(
       Overload{
           [&](const FloatDistribution& f) -> ParamValue {
-            return f.low + static_cast<double>(i) * f.step.value_or(0);
+            return GridValue(f.low, static_cast<double>(i), f.step.value_or(0));
           },
           [&](const IntDistribution& d) -> ParamValue { return d.low + i * d.step; },
           [&](const CategoricalDistribution& c) -> ParamValue {
