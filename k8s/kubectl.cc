@@ -1,5 +1,7 @@
 #include "k8s/kubectl.h"
 
+#include <unistd.h>
+
 #include <future>
 #include <system_error>
 
@@ -13,7 +15,9 @@ namespace bp = boost::process;
 namespace {
 
 std::string Resolve(const std::string& kubectl) {
-  if (kubectl.find('/') != std::string::npos) return kubectl;
+  if (kubectl.find('/') != std::string::npos) {
+    return ::access(kubectl.c_str(), X_OK) == 0 ? kubectl : std::string();
+  }
   boost::filesystem::path p = bp::search_path(kubectl);
   return p.empty() ? std::string() : p.string();
 }

@@ -183,10 +183,10 @@ Status KubernetesBackend::Preflight() {
   }
   // Every permission the backend uses (k8s/rbac.yaml grants exactly these).
   const std::vector<std::vector<std::string>> needed = {
-      {"create", "jobs.batch"},  {"get", "jobs.batch"},     {"list", "jobs.batch"},
-      {"delete", "jobs.batch"},  {"create", "services"},    {"list", "services"},
-      {"delete", "services"},    {"get", "pods"},           {"list", "pods"},
-      {"get", "pods", "log"}};
+      {"create", "jobs.batch"}, {"get", "jobs.batch"},  {"list", "jobs.batch"}, {"watch", "jobs.batch"},
+      {"delete", "jobs.batch"}, {"create", "services"}, {"get", "services"},    {"list", "services"},
+      {"watch", "services"},    {"delete", "services"}, {"get", "pods"},        {"list", "pods"},
+      {"watch", "pods"},        {"delete", "pods"},     {"get", "pods", "log"}};
   std::vector<std::future<Result<KubectlOutput>>> checks;
   for (const auto& n : needed) {
     std::vector<std::string> args = {"auth", "can-i", n[0], n[1]};

@@ -50,10 +50,12 @@ class KubernetesBackend : public TrialBackend {
   KubernetesBackend& operator=(const KubernetesBackend&) = delete;
 
   // kubectl present, API server reachable (`kubectl get --raw /version`),
-  // and RBAC: `kubectl auth can-i` for every verb the backend uses (create,
-  // get, list, delete jobs and services; get, list pods; get pods/log) in
-  // the namespace. Non-OK (FailedPrecondition or Unavailable) names every
-  // missing permission in one message.
+  // and RBAC: `kubectl auth can-i` for every verb the backend uses, which
+  // are exactly the Role's in k8s/rbac.yaml (create, get, list, watch,
+  // delete jobs and services; get, list, watch, delete pods; get pods/log)
+  // in the namespace. Non-OK: FailedPrecondition (no kubectl, permissions
+  // missing, all named in one message), Unavailable (no cluster),
+  // InvalidArgument (no image).
   Status Preflight() override;
   Status Launch(const LaunchSpec& spec) override;
   Result<std::vector<MetricReport>> Poll(TrialId id) override;

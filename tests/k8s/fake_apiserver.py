@@ -29,6 +29,9 @@ Simulated failures, as a real cluster shows them:
   - an image whose name contains "does-not-exist" stays Pending with the
     container waiting in ErrImagePull, then ImagePullBackOff.
 
+--log-stream-max-seconds S ends every followed log stream after S seconds,
+partway through a line, as a dropped connection does.
+
 Bounded lifetime: the server stops by itself after --lifetime seconds or
 when its parent process exits, and kills the pods it started.
 
@@ -1127,9 +1130,17 @@ class Handler(BaseHTTPRequestHandler):
                 msg = 'container "%s" in pod "%s" is waiting to start: ContainerCreating' % (cname, name)
             raise ApiError(400, "BadRequest", msg)
         follow = query.get("follow") in ("true", "1")
+        cut = c.args.log_stream_max_seconds
+        cut_at = time.time() + cut if (follow and cut > 0) else None
         self.start_stream("text/plain")
         with open(proc.log_path, "rb") as f:
             while True:
+                if cut_at and time.time() > cut_at:
+                    # A dropped connection, as when an API server restarts;
+                    # cut mid-line on purpose.
+                    data = f.read(7)
+                    self.chunk(data)
+                    break
                 data = f.read(65536)
                 if data:
                     self.chunk(data)
@@ -1186,6 +1197,8 @@ def main():
     ap.add_argument("--node-gpus", type=int, default=0)
     ap.add_argument("--max-grace", type=float, default=5,
                     help="cap on a pod's termination grace period (seconds)")
+    ap.add_argument("--log-stream-max-seconds", type=float, default=0,
+                    help="end every followed log stream after this long (tests reconnects)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     if args.work_dir is None:
