@@ -12,6 +12,7 @@
 //                  (leftmost-longest; lstrip, rstrip, single_word, normalized)
 //   post_processor null | ByteLevel | TemplateProcessing | Sequence of those
 //   decoder        null | ByteLevel
+//   truncation, padding: ignored (LoadJsonl truncates; the trainer pads)
 // Encode() yields exactly the ids of `tokenizers`' `encode(text,
 // add_special_tokens=add_special).ids` (checked against golden fixtures).
 //
