@@ -184,3 +184,35 @@ TEST_CASE("tokenizer_config.json names the special tokens", "[tokenizer]") {
 
 }  // namespace
 }  // namespace tune::text
+
+namespace tune::text {
+namespace {
+
+std::string FromHex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  return out;
+}
+
+TEST_CASE("random bytes: ill-formed UTF-8 is replaced as Python and Rust do", "[tokenizer]") {
+  // golden/bytes.json: random byte strings; ids are tokenizers' encoding of
+  // bytes.decode("utf-8", errors="replace").
+  nlohmann::json golden = ReadJson(kGolden + "bytes.json");
+  for (const std::string name : {"llama3", "qwen2"}) {
+    auto tok = Tokenizer::Load(kGolden + name + "/tokenizer.json");
+    REQUIRE(tok.ok());
+    REQUIRE(golden[name].size() >= 100);
+    for (const auto& c : golden[name]) {
+      std::string bytes = FromHex(c["hex"].get<std::string>());
+      INFO(name << ": bytes " << c["hex"].get<std::string>());
+      std::vector<int32_t> ids = tok->Encode(bytes);
+      CHECK(ids == c["ids"].get<std::vector<int32_t>>());
+      CHECK(tok->Decode(ids) == c["decoded"].get<std::string>());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tune::text

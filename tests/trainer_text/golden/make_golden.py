@@ -21,6 +21,9 @@ Writes, next to this script:
                  `tokenizers` here: the check that HF reads it)
   ids.json                 for every variant and string: ids without and with
                  special tokens, and `tokenizers`' decode of the ids
+  bytes.json               random byte strings (hex) with ill-formed UTF-8, and
+                 the ids of their decode("utf-8", errors="replace") (the
+                 same maximal-subpart rule as Rust's from_utf8_lossy)
 """
 import argparse
 import json
@@ -221,6 +224,25 @@ def main():
             f.write(",\n".join(json.dumps(c, ensure_ascii=False) for c in g["cases"]))
             f.write("\n]}" + (",\n" if i + 1 < len(golden) else "\n"))
         f.write("}\n")
+    rng = __import__("random").Random(99)
+    atoms = [b"a", b"Z", b" ", b"\n", b"\t", b"7", b"'s", b"'LL", b".", "\u00e9".encode(),
+             "\ud55c".encode(), "\U0001F600".encode(), b"<|begin_of_text|>", b"<|endoftext|>",
+             b"<|begin", b"\xff", b"\xc3", b"\xe2\x82", b"\xf0\x9f", b"\x80", b"\xed\xa0\x80",
+             b"\xc0\xaf", b"\x00", b"\xf4\x90\x80\x80"]
+    byte_cases = {}
+    for name in ["llama3", "qwen2"]:
+        tok = variants[name]
+        cases = []
+        for _ in range(150):
+            raw = b"".join(bytes([rng.randrange(256)]) if rng.random() < 0.25 else rng.choice(atoms)
+                           for _ in range(rng.randint(1, 20)))
+            ids = tok.encode(raw.decode("utf-8", errors="replace"), add_special_tokens=False).ids
+            cases.append({"hex": raw.hex(), "ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)})
+        byte_cases[name] = cases
+    with open(os.path.join(HERE, "bytes.json"), "w", encoding="utf-8") as f:
+        f.write("{\n" + ",\n".join(
+            json.dumps(name) + ": [\n" + ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n]"
+            for name, cases in byte_cases.items()) + "\n}\n")
     import tokenizers
     print("tokenizers", tokenizers.__version__, "variants:", ", ".join(golden))
 
