@@ -198,6 +198,10 @@ TEST_CASE("a retried trial starts a new attempt with a fresh learning curve", "[
   CHECK(pending.message == "exit status 1");
   CHECK(pending.trial.attempt == 0);
   CHECK(db->ListReports(e)->empty());
+  SQLite::Database raw(dir.File("tune.db"), SQLite::OPEN_READONLY);
+  const char* kCurrent = "SELECT count(*) FROM observation_logs WHERE is_current";
+  CHECK(raw.execAndGet(kCurrent).getInt() == 0);
+  CHECK(raw.execAndGet("SELECT count(*) FROM observation_logs").getInt() == 2);
 
   // The failed attempt's number cannot be reused.
   CHECK(db->StartTrial(t.id, 0, "local").code() == StatusCode::kFailedPrecondition);
@@ -210,6 +214,7 @@ TEST_CASE("a retried trial starts a new attempt with a fresh learning curve", "[
   CHECK(running.trial.attempt == 1);
   CHECK(running.trial.intermediate == std::map<int64_t, double>{{1, 4.5}});
   CHECK(running.location == "local:pid 2");
+  CHECK(raw.execAndGet(kCurrent).getInt() == 1);
   auto current = *db->ListReports(e);
   REQUIRE(current.size() == 1);
   CHECK(current[0].attempt == 1);

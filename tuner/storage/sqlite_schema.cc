@@ -74,7 +74,7 @@ CREATE VIEW observation_logs AS
          t.id                  AS trial_id,
          t.number              AS trial_number,
          r.attempt             AS attempt,
-         (r.attempt = t.attempt) AS is_current,
+         (r.attempt = t.attempt AND t.state <> 'pending') AS is_current,
          r.id                  AS report_id,
          r.step                AS step,
          r.time                AS time,
