@@ -27,6 +27,16 @@ TEST_CASE("a new database gets WAL mode and the current schema version", "[stora
   CHECK(raw.execAndGet("PRAGMA user_version").getInt() == internal::kSchemaVersion);
 }
 
+TEST_CASE("an in-memory database works for tests of other modules", "[storage][schema]") {
+  auto db = OpenSqliteStorage(":memory:");
+  REQUIRE(db.ok());
+  auto e = (*db)->CreateExperiment("mem", "{}", 1);
+  REQUIRE(e.ok());
+  auto t = (*db)->CreateTrial(*e, {{"r", int64_t{4}}});
+  REQUIRE(t.ok());
+  CHECK((*(*db)->ListTrials(*e))[0].params == ParamMap{{"r", int64_t{4}}});
+}
+
 TEST_CASE("the schema rejects orphan trials and unknown states", "[storage][schema]") {
   testing::TempDir dir;
   const std::string path = dir.File("fk.db");
