@@ -100,6 +100,16 @@ TEST_CASE("instruction examples: loss only on the response", "[data]") {
   ok_nl.push_back(*tok.eos_id());
   CHECK(Targets((*ex3)[0]) == ok_nl);
 
+  // {input} in the instruction's paragraph: only the placeholder goes.
+  opt.prompt_template = "Q: {instruction}{input}\nA: {response}";
+  std::string p3 = TmpFile("inst3.jsonl", R"({"instruction": "why", "response": "because"})" "\n"
+                                          R"({"instruction": "why", "input": " not", "response": "no"})" "\n");
+  auto ex4 = LoadJsonl(p3, tok, opt);
+  REQUIRE(ex4.ok());
+  REQUIRE(ex4->size() == 2);
+  CHECK(tok.Decode((*ex4)[0].ids) == "Q: why\nA: because<|endoftext|>");
+  CHECK(tok.Decode((*ex4)[1].ids) == "Q: why not\nA: no<|endoftext|>");
+
   opt.prompt_template = "no response placeholder {instruction}";
   CHECK(LoadJsonl(p2, tok, opt).status().IsInvalidArgument());
 }

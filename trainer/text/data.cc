@@ -65,7 +65,8 @@ Result<Template> ParseTemplate(const std::string& t) {
 }
 
 // One pass over `t`, replacing {instruction} and {input}; values are not
-// rescanned. Without an input, the paragraph holding {input} is left out.
+// rescanned. Without an input, the paragraph holding {input} is left out
+// (unless it also holds {instruction}; then {input} just becomes empty).
 std::string FillPrompt(const std::string& t, const std::string& instruction, const std::string& input) {
   std::string tmpl = t;
   if (input.empty()) {
@@ -79,7 +80,10 @@ std::string FillPrompt(const std::string& t, const std::string& instruction, con
       } else if (begin == 0) {
         end += 2;  // first paragraph: drop the separator after it
       }
-      tmpl.erase(begin, end - begin);
+      // Never drop the instruction with it.
+      if (tmpl.substr(begin, end - begin).find("{instruction}") == std::string::npos) {
+        tmpl.erase(begin, end - begin);
+      }
     }
   }
   std::string out;

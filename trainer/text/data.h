@@ -23,7 +23,8 @@ struct Example {
 };
 
 // The Alpaca-style default prompt. The paragraph containing {input} (text
-// between blank lines) is left out when an example has no or an empty input.
+// between blank lines) is left out when an example has no or an empty input,
+// unless that paragraph also holds {instruction}.
 inline constexpr const char* kDefaultPromptTemplate =
     "### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n{response}";
 
