@@ -54,8 +54,9 @@ struct SchedulerSpec {
   int64_t grace_period = 1;
   double reduction_factor = 4;
   int brackets = 1;
-  // median (Ray's MedianStoppingRule defaults; grace_period shared above but
-  // median's default is 60 time units in Ray; we use grace_period as given)
+  // median (Ray's MedianStoppingRule defaults). grace_period is shared with
+  // asha; the parser sets it to Ray's 60 time units when type is median and
+  // the key is absent.
   int min_samples_required = 3;
   bool hard_stop = true;
 };
