@@ -1,5 +1,6 @@
-// docs/database.md cannot rot: its example queries run against a real
-// database, and every table and column of the schema is documented.
+// docs/database.md cannot rot: its example queries (and README.md's, which
+// promises the same) run against a real database, and every table and
+// column of the schema is documented.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,8 +15,8 @@
 namespace tune {
 namespace {
 
-std::string ReadDoc() {
-  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/docs/database.md");
+std::string ReadDoc(const std::string& name = "docs/database.md") {
+  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/" + name);
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();
@@ -42,8 +43,9 @@ struct Row {
   int64_t lora_r;
 };
 
-TEST_CASE("the example queries of docs/database.md give the right answers", "[docs]") {
-  const std::vector<std::string> queries = SqlBlocks(ReadDoc());
+// Runs the three example queries (best trial; learning curve of trial 3;
+// completed trials with lora_r = 16 by value) against a real database.
+void CheckExampleQueries(const std::vector<std::string>& queries) {
   REQUIRE(queries.size() == 3);
 
   testing::TempDir dir;
@@ -116,13 +118,21 @@ TEST_CASE("the example queries of docs/database.md give the right answers", "[do
     std::vector<int> got;
     while (q.executeStep()) {
       got.push_back(q.getColumn(0).getInt());
-      CHECK(q.getColumn(2).getString() == "16");
+      if (q.getColumnCount() > 2) CHECK(q.getColumn(2).getString() == "16");
     }
     std::vector<int> want_numbers;
     for (const Row& r : want) want_numbers.push_back(r.number);
     CHECK(got == want_numbers);
     CHECK(got.size() == 3);
   }
+}
+
+TEST_CASE("the example queries of docs/database.md give the right answers", "[docs]") {
+  CheckExampleQueries(SqlBlocks(ReadDoc()));
+}
+
+TEST_CASE("the example queries of README.md give the right answers", "[docs]") {
+  CheckExampleQueries(SqlBlocks(ReadDoc("README.md")));
 }
 
 TEST_CASE("docs/database.md documents every table and column of the schema", "[docs]") {
