@@ -42,11 +42,11 @@ std::string DbPathFor(const RunArgs& args, const ExperimentSpec& spec) {
 // Query commands must not create a database by accident.
 Result<std::unique_ptr<Storage>> OpenExisting(const std::string& db_path) {
   std::string path = db_path.empty() ? "tune.db" : db_path;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
+  auto storage = OpenSqliteStorage(path, /*create_if_missing=*/false);
+  if (!storage.ok() && storage.status().IsNotFound()) {
     return Status::NotFound(path + ": no results database here (run 'tune run EXPERIMENT.json' first, or pass --db)");
   }
-  return OpenSqliteStorage(path);
+  return storage;
 }
 
 // One `tune run` per experiment and database at a time: an advisory lock
