@@ -136,8 +136,7 @@ bool AshaScheduler::BracketOnResult(int s, TrialId id, int64_t step, double rewa
                         "objective %.6g worse than rung %lld cutoff %.6g (bracket %d, %zu "
                         "recorded)",
                         sign_ * reward, static_cast<long long>(MilestoneStep(rung.milestone)),
-                        sign_ * cutoff, s,
-                        rung.recorded.size());
+                        sign_ * cutoff, s, rung.recorded.size());
           decision->reason = buf;
         }
       }
