@@ -27,6 +27,11 @@
 // normalized) but from a hash of (seed, trial.number) instead of NumPy's
 // global RNG, so it does not depend on the order of OnTrialAdd calls.
 //
+// Ray returns CONTINUE without looking at a result that lacks time_attr or
+// the metric. Here the tuner calls OnTrialResult only for reports with the
+// objective; a report without time_attr gets the count of reports so far
+// as its step (SPEC section 3), where Ray would skip it.
+//
 // Replay: the state is a function of the event sequence; replaying the same
 // events gives the same decisions. Reports of a trial after it was stopped
 // are ignored (Ray drops results that arrive after a STOP).

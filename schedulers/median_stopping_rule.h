@@ -16,6 +16,9 @@
 // once in OnTrialResult (as Ray's controller calls on_trial_complete right
 // after a STOP), and OnTrialComplete is then a no-op.
 //
+// As for AshaScheduler, reports without the objective never get here (Ray
+// skips results without time_attr or the metric).
+//
 // Differs from Ray: with too few samples Ray may PAUSE the trial to yield to
 // waiting trials (min_time_slice); this rule always continues then (the
 // tuner starts waiting trials on its own).
