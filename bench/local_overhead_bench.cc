@@ -113,14 +113,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--emit" && i + 1 < argc) return Emit(std::atoi(argv[i + 1]));
-    if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
-    else if (a == "--parallel" && i + 1 < argc) parallel = std::atoi(argv[++i]);
-    else if (a == "--wake-samples" && i + 1 < argc) wake_samples = std::atoi(argv[++i]);
+    if (a == "--trials" && i + 1 < argc)
+      trials = std::atoi(argv[++i]);
+    else if (a == "--parallel" && i + 1 < argc)
+      parallel = std::atoi(argv[++i]);
+    else if (a == "--wake-samples" && i + 1 < argc)
+      wake_samples = std::atoi(argv[++i]);
     else if (a == "--") {
       for (++i; i < argc; ++i) cmd.push_back(argv[i]);
     } else {
-      std::fprintf(stderr, "usage: local_overhead_bench [--trials N] [--parallel P] "
-                           "[--wake-samples N] [-- CMD ARGS...]\n");
+      std::fprintf(stderr,
+                   "usage: local_overhead_bench [--trials N] [--parallel P] "
+                   "[--wake-samples N] [-- CMD ARGS...]\n");
       return 2;
     }
   }
@@ -175,7 +179,8 @@ int main(int argc, char** argv) {
   // Wake latency: report stamped by the worker -> handed over by Poll.
   std::vector<double> wake_ms;
   {
-    tune::LaunchSpec s = Spec(trials + 1, root, {"/proc/self/exe", "--emit", std::to_string(wake_samples)});
+    tune::LaunchSpec s =
+        Spec(trials + 1, root, {"/proc/self/exe", "--emit", std::to_string(wake_samples)});
     s.argv[0] = std::filesystem::canonical("/proc/self/exe").string();
     if (!backend.Launch(s).ok()) return 1;
     for (;;) {

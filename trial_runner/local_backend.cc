@@ -49,8 +49,7 @@ std::string UtcNow() {
 }
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 int OpenPidfd(pid_t pid) {
@@ -93,12 +92,12 @@ struct LocalBackend::Attempt {
   ResourceGrant grant;
   bool grant_released = false;
   PortReservation port;
-  int out_fd = -1;   // read end of rank 0's stdout+stderr pipe
-  int log0_fd = -1;  // rank_0.log, written by the monitor
+  int out_fd = -1;      // read end of rank 0's stdout+stderr pipe
+  int log0_fd = -1;     // rank_0.log, written by the monitor
   std::string partial;  // rank 0's current unfinished line
   bool partial_too_long = false;
   int64_t report_count = 0;
-  std::vector<MetricReport> pending;  // not yet returned by Poll
+  std::vector<MetricReport> pending;         // not yet returned by Poll
   Clock::time_point deadline = kNever;       // timeout_s
   Clock::time_point kill_deadline = kNever;  // SIGKILL after the grace period
   bool terminating = false;
@@ -190,7 +189,8 @@ Status LocalBackend::Launch(const LaunchSpec& spec) {
   }
   for (const auto& [k, v] : spec.env) base_env[k] = v;
   auto path_it = base_env.find("PATH");
-  std::string path_env = path_it != base_env.end() ? path_it->second : "/usr/local/bin:/usr/bin:/bin";
+  std::string path_env =
+      path_it != base_env.end() ? path_it->second : "/usr/local/bin:/usr/bin:/bin";
   TUNE_ASSIGN_OR_RETURN(std::string exe,
                         ResolveExecutable(spec.argv[0], spec.working_dir, path_env));
 
@@ -203,8 +203,8 @@ Status LocalBackend::Launch(const LaunchSpec& spec) {
     if (it != attempts_.end() && !it->second->done) {
       return Status::FailedPrecondition(who + ": its previous attempt is still running");
     }
-    TUNE_ASSIGN_OR_RETURN(attempt->grant, pool_.Acquire({spec.workers, spec.cpu_per_worker,
-                                                         spec.gpu_per_worker}));
+    TUNE_ASSIGN_OR_RETURN(attempt->grant,
+                          pool_.Acquire({spec.workers, spec.cpu_per_worker, spec.gpu_per_worker}));
   }
 
   SpawnRequest request;
@@ -227,8 +227,8 @@ Status LocalBackend::Launch(const LaunchSpec& spec) {
     std::string log_path = spec.trial_dir + "/rank_" + std::to_string(r) + ".log";
     int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) {
-      return cleanup(Status::Internal(who + ": cannot open " + log_path + ": " +
-                                      std::strerror(errno)));
+      return cleanup(
+          Status::Internal(who + ": cannot open " + log_path + ": " + std::strerror(errno)));
     }
     struct stat st {};
     if (spec.attempt > 0 || (::fstat(log_fd, &st) == 0 && st.st_size > 0)) {
@@ -332,7 +332,8 @@ void LocalBackend::SpawnAttempt(SpawnRequest& request) {
 Result<std::vector<MetricReport>> LocalBackend::Poll(TrialId id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = attempts_.find(id);
-  if (it == attempts_.end()) return Status::NotFound("no local trial with id " + std::to_string(id));
+  if (it == attempts_.end())
+    return Status::NotFound("no local trial with id " + std::to_string(id));
   std::vector<MetricReport> out;
   out.swap(it->second->pending);
   return out;
@@ -341,7 +342,8 @@ Result<std::vector<MetricReport>> LocalBackend::Poll(TrialId id) {
 Result<RunStatus> LocalBackend::State(TrialId id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = attempts_.find(id);
-  if (it == attempts_.end()) return Status::NotFound("no local trial with id " + std::to_string(id));
+  if (it == attempts_.end())
+    return Status::NotFound("no local trial with id " + std::to_string(id));
   const Attempt& a = *it->second;
   RunStatus s = a.status;
   if (!a.done || !a.pending.empty()) {
@@ -354,7 +356,8 @@ Result<RunStatus> LocalBackend::State(TrialId id) {
 Status LocalBackend::Kill(TrialId id, std::chrono::milliseconds grace) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = attempts_.find(id);
-  if (it == attempts_.end()) return Status::NotFound("no local trial with id " + std::to_string(id));
+  if (it == attempts_.end())
+    return Status::NotFound("no local trial with id " + std::to_string(id));
   Attempt& a = *it->second;
   if (a.done) return Status::Ok();
   if (a.failure.empty()) a.failure = "killed";
@@ -523,7 +526,8 @@ void LocalBackend::CheckDeadlines(Clock::time_point now) {
     if (a.done) continue;
     if (!a.timed_out && a.deadline <= now) {
       a.timed_out = true;
-      if (a.failure.empty()) a.failure = "timed out after " + FormatSeconds(a.spec.timeout_s) + " s";
+      if (a.failure.empty())
+        a.failure = "timed out after " + FormatSeconds(a.spec.timeout_s) + " s";
       BeginTermination(a, options_.failure_grace);
     }
     if (a.kill_deadline <= now) {

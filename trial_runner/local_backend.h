@@ -103,12 +103,12 @@ class LocalBackend : public TrialBackend {
   struct SpawnRequest;
 
   void MonitorLoop();
-  void SpawnAttempt(SpawnRequest& request);              // monitor thread
-  void ReadOutput(Attempt& a, bool final_drain);         // monitor thread
-  void HandleLine(Attempt& a, std::string_view line);    // monitor thread
-  void ReapRank(Attempt& a, Rank& r);                    // monitor thread
+  void SpawnAttempt(SpawnRequest& request);            // monitor thread
+  void ReadOutput(Attempt& a, bool final_drain);       // monitor thread
+  void HandleLine(Attempt& a, std::string_view line);  // monitor thread
+  void ReapRank(Attempt& a, Rank& r);                  // monitor thread
   void CheckDeadlines(std::chrono::steady_clock::time_point now);
-  void FinishIfDone(Attempt& a);                         // monitor thread
+  void FinishIfDone(Attempt& a);  // monitor thread
   void BeginTermination(Attempt& a, std::chrono::milliseconds grace);
   void ReleaseGrant(Attempt& a);
   void Wake();

@@ -18,8 +18,8 @@ namespace tune {
 namespace {
 
 bool IsNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
-         c == '-' || c == '/';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ||
+         c == '/';
 }
 
 // Characters that may stand before a name and that end a value.
@@ -74,7 +74,10 @@ std::optional<double> ParseNumber(std::string_view s) {
     bool big = false;
     for (char c : s) {
       if (c == 'e' || c == 'E') break;
-      if (c >= '1' && c <= '9') { big = true; break; }
+      if (c >= '1' && c <= '9') {
+        big = true;
+        break;
+      }
     }
     size_t e = s.find_first_of("eE");
     big = big && (e == std::string_view::npos || s[e + 1] != '-');
@@ -111,11 +114,10 @@ std::optional<std::map<std::string, double>> ParseJsonLine(std::string_view line
 
 std::map<std::string, double> ParseTextLine(std::string_view line) {
   std::map<std::string, double> out;
-  for (size_t eq = line.find('='); eq != std::string_view::npos;
-       eq = line.find('=', eq + 1)) {
+  for (size_t eq = line.find('='); eq != std::string_view::npos; eq = line.find('=', eq + 1)) {
     size_t begin = eq;
     while (begin > 0 && IsNameChar(line[begin - 1])) --begin;
-    if (begin == eq) continue;                                // empty name
+    if (begin == eq) continue;                                 // empty name
     if (begin > 0 && !IsSeparator(line[begin - 1])) continue;  // e.g. "?x=1"
     size_t end = eq + 1;
     while (end < line.size() && !IsSeparator(line[end])) ++end;

@@ -55,8 +55,7 @@ void CloseFrom(int first) {
   if (::syscall(SYS_close_range, static_cast<unsigned>(first), ~0U, 0U) == 0) return;
   rlimit rl{};
   int max_fd = 65536;
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-      rl.rlim_cur < 65536) {
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536) {
     max_fd = static_cast<int>(rl.rlim_cur);
   }
   for (int fd = first; fd < max_fd; ++fd) ::close(fd);
@@ -169,8 +168,7 @@ std::string Absolute(const std::string& path) {
 
 bool IsExecutableFile(const std::string& path) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-         ::access(path.c_str(), X_OK) == 0;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
 }  // namespace
@@ -199,8 +197,8 @@ Result<std::string> ResolveExecutable(const std::string& argv0, const std::strin
     std::string path = argv0;
     if (argv0[0] != '/' && !working_dir.empty()) path = working_dir + "/" + argv0;
     if (!IsExecutableFile(path)) {
-      return Status::NotFound("trial command '" + argv0 + "' is not an executable file (looked at " +
-                              path + ")");
+      return Status::NotFound("trial command '" + argv0 +
+                              "' is not an executable file (looked at " + path + ")");
     }
     return Absolute(path);
   }

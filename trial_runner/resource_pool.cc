@@ -19,7 +19,9 @@ std::string FormatNumber(double v) {
 }  // namespace
 
 ResourcePool::ResourcePool(double cpu_slots, std::vector<int> gpu_ids)
-    : total_cpu_(cpu_slots), free_cpu_(cpu_slots), total_gpus_(gpu_ids.size()),
+    : total_cpu_(cpu_slots),
+      free_cpu_(cpu_slots),
+      total_gpus_(gpu_ids.size()),
       free_gpu_ids_(std::move(gpu_ids)) {
   std::sort(free_gpu_ids_.begin(), free_gpu_ids_.end());
 }
@@ -36,17 +38,17 @@ Status ResourcePool::CheckFeasible(const ResourceRequest& r) const {
   }
   double cpu = r.cpu_per_worker * r.workers;
   if (cpu > total_cpu_ + kEpsilon) {
-    return Status::InvalidArgument(
-        "a trial needs " + FormatNumber(cpu) + " CPU slots (" + std::to_string(r.workers) +
-        " workers x " + FormatNumber(r.cpu_per_worker) + ") but the machine has " +
-        FormatNumber(total_cpu_));
+    return Status::InvalidArgument("a trial needs " + FormatNumber(cpu) + " CPU slots (" +
+                                   std::to_string(r.workers) + " workers x " +
+                                   FormatNumber(r.cpu_per_worker) + ") but the machine has " +
+                                   FormatNumber(total_cpu_));
   }
   size_t gpus = static_cast<size_t>(r.gpu_per_worker) * static_cast<size_t>(r.workers);
   if (gpus > total_gpus_) {
-    return Status::InvalidArgument(
-        "a trial needs " + std::to_string(gpus) + " GPUs (" + std::to_string(r.workers) +
-        " workers x " + std::to_string(r.gpu_per_worker) + ") but the machine has " +
-        std::to_string(total_gpus_));
+    return Status::InvalidArgument("a trial needs " + std::to_string(gpus) + " GPUs (" +
+                                   std::to_string(r.workers) + " workers x " +
+                                   std::to_string(r.gpu_per_worker) + ") but the machine has " +
+                                   std::to_string(total_gpus_));
   }
   return Status::Ok();
 }
@@ -60,11 +62,10 @@ bool ResourcePool::CanAcquire(const ResourceRequest& r) const {
 Result<ResourceGrant> ResourcePool::Acquire(const ResourceRequest& r) {
   TUNE_RETURN_IF_ERROR(CheckFeasible(r));
   if (!CanAcquire(r)) {
-    return Status::Unavailable("not enough free resources: need " +
-                               FormatNumber(r.cpu_per_worker * r.workers) + " CPU slots and " +
-                               std::to_string(r.gpu_per_worker * r.workers) + " GPUs, free " +
-                               FormatNumber(free_cpu_) + " and " +
-                               std::to_string(free_gpu_ids_.size()));
+    return Status::Unavailable(
+        "not enough free resources: need " + FormatNumber(r.cpu_per_worker * r.workers) +
+        " CPU slots and " + std::to_string(r.gpu_per_worker * r.workers) + " GPUs, free " +
+        FormatNumber(free_cpu_) + " and " + std::to_string(free_gpu_ids_.size()));
   }
   ResourceGrant grant;
   grant.cpu = r.cpu_per_worker * r.workers;

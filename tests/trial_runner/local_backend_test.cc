@@ -65,7 +65,8 @@ LocalBackend::Options SmallMachine(double cpus = 4) {
   return o;
 }
 
-LaunchSpec Spec(TrialId id, const std::string& dir, std::vector<std::string> argv, int workers = 1) {
+LaunchSpec Spec(TrialId id, const std::string& dir, std::vector<std::string> argv,
+                int workers = 1) {
   LaunchSpec s;
   s.trial_id = id;
   s.trial_number = static_cast<int>(id);
@@ -211,8 +212,9 @@ TEST_CASE("JSON reports, time_attr and report counting", "[local_backend]") {
   CHECK(o.reports[1].step == 4);
 
   // time_attr "epoch": taken when present (rounded), else the report count.
-  LaunchSpec s = Spec(2, tmp.Sub("u"),
-                      Sh("echo loss=1; echo 'epoch=6.6 loss=2'; echo ordinary output; echo loss=3"));
+  LaunchSpec s =
+      Spec(2, tmp.Sub("u"),
+           Sh("echo loss=1; echo 'epoch=6.6 loss=2'; echo ordinary output; echo loss=3"));
   s.time_attr = "epoch";
   REQUIRE(b.Launch(s).ok());
   o = WaitDone(b, 2);
@@ -300,11 +302,12 @@ TEST_CASE("a failing rank fails the trial and stops the others", "[local_backend
   LocalBackend b(SmallMachine());
   std::string dir = tmp.Sub("t");
   // Rank 0 would run for 100 s; rank 1 fails once rank 0 is up.
-  REQUIRE(b.Launch(Spec(1, dir,
-                        Sh("if [ $RANK = 1 ]; then while [ ! -s up ]; do sleep 0.01; done; exit 3; fi;"
-                           " echo $$ > up; exec sleep 100"),
-                        2))
-              .ok());
+  REQUIRE(
+      b.Launch(Spec(1, dir,
+                    Sh("if [ $RANK = 1 ]; then while [ ! -s up ]; do sleep 0.01; done; exit 3; fi;"
+                       " echo $$ > up; exec sleep 100"),
+                    2))
+          .ok());
   std::string pid0 = WaitForFile(dir + "/up");
   Outcome o = WaitDone(b, 1);
   CHECK(o.status.state == RunState::kFailed);
@@ -319,9 +322,12 @@ TEST_CASE("a rank killed by a signal is named with the signal", "[local_backend]
   REQUIRE(b.Launch(Spec(1, tmp.Sub("t"), Sh("kill -USR2 $$; sleep 5"))).ok());
   Outcome o = WaitDone(b, 1);
   CHECK(o.status.state == RunState::kFailed);
-  CHECK(o.status.message == "rank 0 was killed by signal " + std::to_string(SIGUSR2) + " (SIGUSR2)");
+  CHECK(o.status.message ==
+        "rank 0 was killed by signal " + std::to_string(SIGUSR2) + " (SIGUSR2)");
 
-  REQUIRE(b.Launch(Spec(2, tmp.Sub("u"), {kSynthetic, "--steps", "5", "--fail-at", "3", "--exit-code", "7"})).ok());
+  REQUIRE(b.Launch(Spec(2, tmp.Sub("u"),
+                        {kSynthetic, "--steps", "5", "--fail-at", "3", "--exit-code", "7"}))
+              .ok());
   o = WaitDone(b, 2);
   CHECK(o.status.message == "rank 0 exited with code 7");
   CHECK(ReadFile(tmp.path() + "/u/rank_0.log").find("failing at step 3") != std::string::npos);
@@ -345,9 +351,10 @@ TEST_CASE("Kill stops a running trial, does not block, and is idempotent", "[loc
   TempDir tmp;
   LocalBackend b(SmallMachine());
   std::string dir = tmp.Sub("t");
-  REQUIRE(b.Launch(Spec(1, dir, {kSynthetic, "--steps", "100000", "--report-every", "1",
-                                 "--sleep-ms", "10"}))
-              .ok());
+  REQUIRE(
+      b.Launch(Spec(1, dir,
+                    {kSynthetic, "--steps", "100000", "--report-every", "1", "--sleep-ms", "10"}))
+          .ok());
   // Wait for the first report, as a scheduler decision would.
   std::vector<MetricReport> seen;
   while (seen.empty()) {
@@ -368,7 +375,8 @@ TEST_CASE("Kill stops a running trial, does not block, and is idempotent", "[loc
   // A worker that ignores SIGTERM: Kill returns at once, SIGKILL follows
   // after the grace period.
   std::string dir2 = tmp.Sub("u");
-  REQUIRE(b.Launch(Spec(2, dir2, Sh("trap '' TERM; echo $$ > pid; sleep 100 & wait; sleep 100"))).ok());
+  REQUIRE(
+      b.Launch(Spec(2, dir2, Sh("trap '' TERM; echo $$ > pid; sleep 100 & wait; sleep 100"))).ok());
   pid_t pid = std::stoi(WaitForFile(dir2 + "/pid"));
   REQUIRE(b.Kill(2, 3000ms).ok());
   auto st = b.State(2);
@@ -380,7 +388,8 @@ TEST_CASE("Kill stops a running trial, does not block, and is idempotent", "[loc
   CHECK(Eventually([&] { return !ProcessLive(pid); }));
 }
 
-TEST_CASE("Kill leaves no process of the worker's group, grandchildren included", "[local_backend]") {
+TEST_CASE("Kill leaves no process of the worker's group, grandchildren included",
+          "[local_backend]") {
   TempDir tmp;
   LocalBackend b(SmallMachine());
   std::string dir = tmp.Sub("t");

@@ -57,7 +57,8 @@ const std::vector<Case>& Cases() {
       {R"(  {"step": 1, "ok": true, "bad": false, "name": "run-1", "tags": [1, 2],)"
        R"( "nested": {"loss": 9}, "none": null, "loss": -1.5e-2}  )",
        {{"step", 1}, {"ok", 1}, {"bad", 0}, {"loss", -0.015}}},
-      {R"({"big": 18446744073709551615, "neg": -7})", {{"big", 18446744073709551615.0}, {"neg", -7}}},
+      {R"({"big": 18446744073709551615, "neg": -7})",
+       {{"big", 18446744073709551615.0}, {"neg", -7}}},
       // Junk: ordinary log output.
       {"", {}},
       {"   ", {}},
