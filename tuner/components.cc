@@ -89,7 +89,16 @@ Result<std::unique_ptr<TrialBackend>> MakeBackend(const ExperimentSpec& spec, co
       }
       o.gpu_ids = ids;
     }
-    return std::unique_ptr<TrialBackend>(new LocalBackend(o));
+    auto local = std::make_unique<LocalBackend>(o);
+    // A trial that can never fit is an error now, not a silent wait.
+    LaunchSpec probe;
+    probe.workers = spec.trial.workers;
+    probe.cpu_per_worker = spec.trial.resources_per_worker.cpu;
+    probe.gpu_per_worker = spec.trial.resources_per_worker.gpu;
+    if (Status st = local->CheckFeasible(probe); !st.ok()) {
+      return Status::InvalidArgument(Where(spec) + ": trial.resources_per_worker: " + st.message());
+    }
+    return std::unique_ptr<TrialBackend>(std::move(local));
   }
 #ifdef TUNE_HAVE_K8S
   if (type == "kubernetes") {
