@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include "tuner/experiment_spec_reader.h"
@@ -33,7 +32,7 @@ const std::vector<std::string> kTpeKeys = {
     "constant_liar",    "consider_endpoints", "consider_magic_clip", "consider_prior"};
 
 bool NoSpace(const std::string& s) {
-  return !s.empty() && std::regex_match(s, std::regex("[^\\s=,]+"));
+  return !s.empty() && spec_internal::Matches(s, "[^\\s=,]+");
 }
 
 // --- JSON syntax -------------------------------------------------------------
@@ -141,7 +140,7 @@ Status ParseName(const ObjectReader& top, std::string* out) {
   // It becomes a Kubernetes label value: at most 63 characters, starting and
   // ending with a letter or digit.
   return top.Expect(out->size() <= 63 &&
-                        std::regex_match(*out, std::regex("[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")),
+                        spec_internal::Matches(*out, "[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"),
                     "name",
                     "a name of 1 to 63 letters, digits, '-', '_' or '.', starting and ending with "
                     "a letter or digit");

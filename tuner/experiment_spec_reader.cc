@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 
 namespace tune {
 namespace spec_internal {
@@ -100,6 +101,13 @@ std::optional<int64_t> AsInt64(const Json& v) {
     return static_cast<int64_t>(d);
   }
   return std::nullopt;
+}
+
+bool Matches(const std::string& s, const char* pattern) {
+  thread_local std::map<std::string, std::regex> compiled;
+  auto it = compiled.find(pattern);
+  if (it == compiled.end()) it = compiled.emplace(pattern, std::regex(pattern)).first;
+  return std::regex_match(s, it->second);
 }
 
 std::optional<double> AsDouble(const Json& v) {

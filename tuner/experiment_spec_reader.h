@@ -104,6 +104,10 @@ std::optional<int64_t> AsInt64(const Json& v);
 // A finite JSON number; nullopt otherwise.
 std::optional<double> AsDouble(const Json& v);
 
+// std::regex_match against `pattern` (a string literal), compiled once per
+// thread: compiling dominates the cost of a parse otherwise.
+bool Matches(const std::string& s, const char* pattern);
+
 // The sections, one file each (experiment_spec_<section>.cc).
 Status ParseParameters(const Reader& r, const Json& v, SearchSpace* out);
 Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,

@@ -1,6 +1,5 @@
 // experiment.json `trial` and `backend` (local and Kubernetes options).
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include "tuner/experiment_spec_reader.h"
@@ -16,10 +15,6 @@ const std::vector<std::string> kBuiltinPlaceholders = {"trial_id", "experiment",
 // Variables the tuner sets for every worker (SPEC section 3); TUNE_* too.
 const std::vector<std::string> kTunerEnv = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                             "MASTER_ADDR", "MASTER_PORT"};
-
-bool Matches(const std::string& s, const char* pattern) {
-  return std::regex_match(s, std::regex(pattern));
-}
 
 bool IsEnvName(const std::string& s) { return Matches(s, "[A-Za-z_][A-Za-z0-9_]*"); }
 
