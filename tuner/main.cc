@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -105,6 +106,15 @@ int main(int argc, char** argv) {
   }
 
   if (*run_cmd) {
+    // Trial programs shipped with tune (lora_train, synthetic_trial) live
+    // beside it: find them there when they are not elsewhere on PATH.
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+      const char* path = std::getenv("PATH");
+      std::string p = path && *path ? std::string(path) + ":" : std::string();
+      setenv("PATH", (p + self.parent_path().string()).c_str(), 1);
+    }
     InstallSignalHandlers();
     run.stop = &g_stop;
     run.terminal = !run.quiet && isatty(STDOUT_FILENO);
