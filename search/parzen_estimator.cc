@@ -97,7 +97,8 @@ double FromParzenCoordinate(const Distribution& dist, double x) {
 ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
                                  const std::vector<double>& observations,
                                  const std::vector<double>& weights,
-                                 const ParzenEstimatorOptions& options)
+                                 const ParzenEstimatorOptions& options,
+                                 const std::vector<int>* sorted_order)
     : dims_(std::move(dims)), options_(options) {
   const int d = num_dims();
   const int n = static_cast<int>(weights.size());
@@ -119,17 +120,21 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
     if (dims_[j].kind == ParzenDimension::Kind::kCategorical) {
       BuildCategoricalAxis(j, column, n);
     } else {
-      BuildNumericalAxis(j, column, n);
+      BuildNumericalAxis(j, column, n, d == 1 ? sorted_order : nullptr);
     }
   }
   if (d == 1) MergeDuplicateKernels();
+  for (int j = 0; j < d; ++j)
+    if (dims_[j].kind != ParzenDimension::Kind::kCategorical) FinishNumericalAxis(j);
+  if (d == 1 && dims_[0].kind == ParzenDimension::Kind::kContinuous) BuildWindowIndex();
 
   cum_weights_.resize(log_weights_.size());
   double acc = 0;
   for (size_t k = 0; k < log_weights_.size(); ++k) cum_weights_[k] = acc += std::exp(log_weights_[k]);
 }
 
-void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& column, int n) {
+void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& column, int n,
+                                         const std::vector<int>* sorted_order) {
   const ParzenDimension& dim = dims_[j];
   Axis& axis = axes_[j];
   const double lo = LowerEdge(dim), hi = UpperEdge(dim), range = hi - lo;
@@ -146,11 +151,27 @@ void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& colum
   } else {
     // Each kernel is as wide as the larger gap to its sorted neighbours (the
     // domain edges count as neighbours). Ties are ordered by index.
-    std::vector<int> order(k_total);
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      return axis.mu[a] < axis.mu[b] || (axis.mu[a] == axis.mu[b] && a < b);
-    });
+    std::vector<int>& order = sorted_order_;
+    order.resize(k_total);
+    if (sorted_order && static_cast<int>(sorted_order->size()) == n) {
+      // Merge the prior (the largest index, so after equal centres) into
+      // the caller's order.
+      int r = 0;
+      bool prior_placed = !has_prior_;
+      for (int k : *sorted_order) {
+        if (!prior_placed && axis.mu[k] > axis.mu[n]) {
+          order[r++] = n;
+          prior_placed = true;
+        }
+        order[r++] = k;
+      }
+      if (!prior_placed) order[r++] = n;
+    } else {
+      std::vector<std::pair<double, int>> sorted(k_total);
+      for (int k = 0; k < k_total; ++k) sorted[k] = {axis.mu[k], k};
+      std::sort(sorted.begin(), sorted.end());
+      for (int r = 0; r < k_total; ++r) order[r] = sorted[r].second;
+    }
     std::vector<double> ext(k_total + 2);
     ext[0] = lo;
     for (int r = 0; r < k_total; ++r) ext[r + 1] = axis.mu[order[r]];
@@ -171,14 +192,72 @@ void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& colum
   for (double& s : axis.sigma) s = std::clamp(s, min_sigma, max_sigma);
   if (has_prior_) axis.sigma[n] = range;
 
+}
+
+void ParzenEstimator::FinishNumericalAxis(int j) {
+  const ParzenDimension& dim = dims_[j];
+  Axis& axis = axes_[j];
+  const double lo = LowerEdge(dim), hi = UpperEdge(dim);
+  const size_t k_total = axis.mu.size();
   axis.inv_sigma.resize(k_total);
   axis.log_norm.resize(k_total);
   const bool continuous = dim.kind == ParzenDimension::Kind::kContinuous;
-  for (int k = 0; k < k_total; ++k) {
+  double last_sigma = -1, log_sigma = 0;  // most widths repeat (clip, Scott)
+  for (size_t k = 0; k < k_total; ++k) {
     double inv = 1.0 / axis.sigma[k];
     axis.inv_sigma[k] = inv;
     double log_z = truncnorm::LogGaussMass((lo - axis.mu[k]) * inv, (hi - axis.mu[k]) * inv);
-    axis.log_norm[k] = continuous ? -std::log(axis.sigma[k]) - kLogSqrt2Pi - log_z : -log_z;
+    if (continuous && axis.sigma[k] != last_sigma) {
+      last_sigma = axis.sigma[k];
+      log_sigma = std::log(last_sigma);
+    }
+    axis.log_norm[k] = continuous ? -log_sigma - kLogSqrt2Pi - log_z : -log_z;
+  }
+}
+
+// Sorts the observation kernels of a one-dimensional continuous model by
+// centre and groups them in blocks with their extreme centres, widest
+// bandwidth and largest log weight + normaliser.
+void ParzenEstimator::BuildWindowIndex() {
+  Axis& axis = axes_[0];
+  const int k_total = num_kernels();
+  n_sorted_ = k_total - (has_prior_ ? 1 : 0);
+  std::vector<std::pair<double, int>> sorted;
+  sorted.reserve(k_total);
+  if (static_cast<int>(sorted_order_.size()) == k_total) {
+    // The neighbour rule sorted every kernel already; drop the prior.
+    for (int k : sorted_order_)
+      if (k < n_sorted_) sorted.emplace_back(axis.mu[k], k);
+  } else {
+    for (int k = 0; k < n_sorted_; ++k) sorted.emplace_back(axis.mu[k], k);
+    std::sort(sorted.begin(), sorted.end());
+  }
+  auto permute = [&](std::vector<double>& v) {
+    std::vector<double> out(v.size());
+    for (int r = 0; r < n_sorted_; ++r) out[r] = v[sorted[r].second];
+    for (int k = n_sorted_; k < k_total; ++k) out[k] = v[k];
+    v.swap(out);
+  };
+  permute(axis.mu);
+  permute(axis.sigma);
+  permute(axis.inv_sigma);
+  permute(axis.log_norm);
+  permute(log_weights_);
+  constexpr int kBlock = 32;
+  blocks_.clear();
+  for (int b = 0; b < n_sorted_; b += kBlock) {
+    Block block;
+    block.begin = b;
+    block.end = std::min(n_sorted_, b + kBlock);
+    block.mu_lo = axis.mu[block.begin];
+    block.mu_hi = axis.mu[block.end - 1];
+    block.sigma_max = 0;
+    block.c_max = -std::numeric_limits<double>::infinity();
+    for (int k = block.begin; k < block.end; ++k) {
+      block.sigma_max = std::max(block.sigma_max, axis.sigma[k]);
+      block.c_max = std::max(block.c_max, log_weights_[k] + axis.log_norm[k]);
+    }
+    blocks_.push_back(block);
   }
 }
 
@@ -216,10 +295,25 @@ void ParzenEstimator::MergeDuplicateKernels() {
   std::vector<int> group(k_total);
   int n_groups = 0;
   if (dim.kind == ParzenDimension::Kind::kCategorical) {
-    std::unordered_map<int, int> id;
+    std::vector<int> id(dim.n_choices + 1, -1);  // choice + 1 -> group
     for (int k = 0; k < k_total; ++k) {
-      auto [it, inserted] = id.emplace(axis.choice[k], n_groups);
-      if (inserted) ++n_groups;
+      int& g = id[axis.choice[k] + 1];
+      if (g < 0) g = n_groups++;
+      group[k] = g;
+    }
+  } else if (static_cast<int>(sorted_order_.size()) == k_total) {
+    // Equal centres are adjacent in sorted order; a run of them has only a
+    // few distinct widths (the gaps at its two ends and the clipped minimum).
+    std::vector<std::pair<double, int>> run;  // width -> group
+    for (int r = 0; r < k_total; ++r) {
+      int k = sorted_order_[r];
+      if (r == 0 || axis.mu[k] != axis.mu[sorted_order_[r - 1]]) run.clear();
+      auto it = std::find_if(run.begin(), run.end(),
+                             [&](const auto& e) { return e.first == axis.sigma[k]; });
+      if (it == run.end()) {
+        run.emplace_back(axis.sigma[k], n_groups++);
+        it = run.end() - 1;
+      }
       group[k] = it->second;
     }
   } else {
@@ -253,8 +347,6 @@ void ParzenEstimator::MergeDuplicateKernels() {
     } else {
       merged.mu.push_back(axis.mu[k]);
       merged.sigma.push_back(axis.sigma[k]);
-      merged.inv_sigma.push_back(axis.inv_sigma[k]);
-      merged.log_norm.push_back(axis.log_norm[k]);
     }
   }
   if (dim.kind == ParzenDimension::Kind::kCategorical) {
@@ -369,7 +461,58 @@ void ParzenEstimator::AddDiscreteLogPdf(int j, const std::vector<double>& x, int
   }
 }
 
+// Terms more than kSkipMargin below the largest one change the log-sum-exp
+// by less than K e^-40 (< 1e-13 relative for a million kernels).
+constexpr double kSkipMargin = 40;
+
+void ParzenEstimator::LogPdfWindowed(const std::vector<double>& x, std::vector<double>* out) const {
+  const Axis& axis = axes_[0];
+  const int k_total = num_kernels();
+  const int m = static_cast<int>(x.size());
+  out->assign(m, 0.0);
+  std::vector<double> terms(k_total);
+  auto term = [&](int k, double v) {
+    double z = (v - axis.mu[k]) * axis.inv_sigma[k];
+    return log_weights_[k] + axis.log_norm[k] - 0.5 * z * z;
+  };
+  for (int i = 0; i < m; ++i) {
+    const double v = x[i];
+    // A lower bound on the largest term: the nearest kernels and the prior.
+    double floor = -std::numeric_limits<double>::infinity();
+    int pos = static_cast<int>(std::lower_bound(axis.mu.begin(), axis.mu.begin() + n_sorted_, v) -
+                               axis.mu.begin());
+    if (pos < n_sorted_) floor = std::max(floor, term(pos, v));
+    if (pos > 0) floor = std::max(floor, term(pos - 1, v));
+    for (int k = n_sorted_; k < k_total; ++k) floor = std::max(floor, term(k, v));
+    const double threshold = floor - kSkipMargin;
+    size_t used = 0;
+    for (const Block& b : blocks_) {
+      double gap = std::max({0.0, b.mu_lo - v, v - b.mu_hi}) / b.sigma_max;
+      if (b.c_max - 0.5 * gap * gap < threshold) continue;
+      const int len = b.end - b.begin;
+      const ConstArrayMap mu(axis.mu.data() + b.begin, len), inv(axis.inv_sigma.data() + b.begin, len),
+          c(axis.log_norm.data() + b.begin, len), lw(log_weights_.data() + b.begin, len);
+      ArrayMap(terms.data() + used, len) = lw + c - 0.5 * ((v - mu) * inv).square();
+      used += len;
+    }
+    for (int k = n_sorted_; k < k_total; ++k) terms[used++] = term(k, v);
+    const ConstArrayMap t(terms.data(), static_cast<Eigen::Index>(used));
+    double mx = t.maxCoeff();
+    if (!std::isfinite(mx)) {
+      (*out)[i] = mx;
+      continue;
+    }
+    // Clamping at -700 keeps exp() off its slow underflow path; such terms
+    // are below 1e-304 of the largest and do not change the sum.
+    (*out)[i] = mx + std::log((t - mx).max(-700.0).exp().sum());
+  }
+}
+
 void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* out) const {
+  if (!blocks_.empty()) {
+    LogPdfWindowed(x, out);
+    return;
+  }
   const int d = num_dims();
   const int m = d == 0 ? 0 : static_cast<int>(x.size()) / d;
   const int k_total = num_kernels();
@@ -414,7 +557,7 @@ void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* 
       (*out)[i] = mx;
       continue;
     }
-    (*out)[i] = mx + std::log((col - mx).exp().sum());
+    (*out)[i] = mx + std::log((col - mx).max(-700.0).exp().sum());
   }
 }
 

@@ -57,8 +57,12 @@ class ParzenEstimator {
   // dimension (categorical: an index; discrete: a grid point). `weights`: n
   // non-negative values, unnormalised, not all zero (Optuna's weights ramp).
   // With n == 0 the estimator is the prior alone.
+  // `sorted_order` (optional, one numerical dimension only): the observation
+  // indices ordered by value, ties by index; saves the estimator a sort when
+  // the caller keeps its history sorted.
   ParzenEstimator(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
-                  const std::vector<double>& weights, const ParzenEstimatorOptions& options);
+                  const std::vector<double>& weights, const ParzenEstimatorOptions& options,
+                  const std::vector<int>* sorted_order = nullptr);
 
   int num_dims() const { return static_cast<int>(dims_.size()); }
   // Number of mixture components after merging identical kernels.
@@ -88,16 +92,32 @@ class ParzenEstimator {
     double p_hit = 0, p_miss = 0;  // for sampling
   };
 
-  void BuildNumericalAxis(int j, const std::vector<double>& column, int n_obs);
+  // A run of kernels sorted by centre, with bounds that let LogPdf skip it.
+  struct Block {
+    int begin = 0, end = 0;
+    double mu_lo = 0, mu_hi = 0, sigma_max = 0, c_max = 0;
+  };
+
+  void BuildNumericalAxis(int j, const std::vector<double>& column, int n_obs,
+                          const std::vector<int>* sorted_order);
+  void FinishNumericalAxis(int j);
   void BuildCategoricalAxis(int j, const std::vector<double>& column, int n_obs);
   void MergeDuplicateKernels();
+  void BuildWindowIndex();
   void AddDiscreteLogPdf(int j, const std::vector<double>& x, int m, double* a) const;
+  void LogPdfWindowed(const std::vector<double>& x, std::vector<double>* out) const;
 
   std::vector<ParzenDimension> dims_;
   ParzenEstimatorOptions options_;
   bool has_prior_ = false;
   std::vector<double> log_weights_, cum_weights_;
   std::vector<Axis> axes_;
+  // One continuous dimension: kernels sorted by centre (the prior, if any,
+  // stays last) in blocks, so LogPdf evaluates only the kernels that matter.
+  std::vector<Block> blocks_;
+  int n_sorted_ = 0;
+  // One numerical dimension, neighbour rule: kernel indices by centre.
+  std::vector<int> sorted_order_;
 };
 
 }  // namespace tune

@@ -42,6 +42,8 @@ struct TpeSampler::Split {
   // Internal values of every trial in the history that has all parameters
   // (any state): a suggestion equal to one of these is a duplicate.
   std::vector<double> taken;
+  // One numerical parameter: the above rows ordered by value (ties by row).
+  std::vector<int> above_order;
 };
 
 TpeSampler::TpeSampler(const TpeSamplerOptions& options) : options_(options), rng_(options.seed) {}
@@ -64,40 +66,72 @@ SearchSpace TpeSampler::RelativeSpace(const SearchSpace& space, const History& h
   return options_.multivariate ? space : SearchSpace{};
 }
 
+TpeSampler::Column& TpeSampler::InternalColumn(const std::string& name, const Distribution& dist,
+                                               const History& history) {
+  Column& c = columns_[name];
+  std::string key = Describe(dist);
+  if (c.domain != key) {
+    c = Column();
+    c.domain = std::move(key);
+  }
+  // A trial's parameters never change once it exists: entries whose trial
+  // id still sits at the same position are reused.
+  const size_t old_size = std::min(c.ids.size(), history.size());
+  bool rebuild = c.ids.size() > history.size();
+  c.ids.resize(history.size(), -1);
+  c.values.resize(history.size());
+  c.coords.resize(history.size());
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (c.ids[i] == history[i].id) continue;
+    rebuild = rebuild || i < old_size;
+    c.ids[i] = history[i].id;
+    auto it = history[i].params.find(name);
+    std::optional<double> v;
+    if (it != history[i].params.end()) v = ToInternal(dist, it->second);
+    c.values[i] = v ? *v : kNaN;
+    c.coords[i] = v ? ToParzenCoordinate(dist, *v) : kNaN;
+  }
+  // Positions sorted by (coordinate, position); new trials are inserted.
+  auto less = [&](int a, int b) {
+    return c.coords[a] < c.coords[b] || (c.coords[a] == c.coords[b] && a < b);
+  };
+  if (rebuild) {
+    c.sorted.clear();
+    for (size_t i = 0; i < history.size(); ++i)
+      if (!std::isnan(c.coords[i])) c.sorted.push_back(static_cast<int>(i));
+    std::sort(c.sorted.begin(), c.sorted.end(), less);
+  } else {
+    for (size_t i = old_size; i < history.size(); ++i) {
+      if (std::isnan(c.coords[i])) continue;
+      int p = static_cast<int>(i);
+      c.sorted.insert(std::upper_bound(c.sorted.begin(), c.sorted.end(), p, less), p);
+    }
+  }
+  return c;
+}
+
 bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
                             const std::vector<const Distribution*>& dists, const History& history,
-                            Split* split) const {
+                            Split* split) {
   const int d = static_cast<int>(names.size());
   const double sign = options_.maximize ? -1.0 : 1.0;
   split->d = d;
+  std::vector<const Column*> columns(d);
+  for (int j = 0; j < d; ++j) columns[j] = &InternalColumn(names[j], *dists[j], history);
   // Rank key (Optuna's): completed trials by value, then pruned ones by
   // (-last step, value at it), then running ones (the constant liar).
-  struct Scored {
-    double step_key, value_key;
-    int number;
-    int row;  // index into `rows`, or -1 if the trial lacks a parameter
-  };
-  std::vector<Scored> scored;
-  scored.reserve(history.size());
-  std::vector<double> rows;  // internal values
-  rows.reserve(history.size() * d);
-  std::vector<double> row(d);
+  std::vector<Scored>& scored = scored_;
+  scored.clear();
+  split->taken.clear();
   int n = 0;
-  for (const Trial& t : history) {
+  for (size_t i = 0; i < history.size(); ++i) {
+    const Trial& t = history[i];
     bool complete_row = true;
-    for (int j = 0; j < d && complete_row; ++j) {
-      auto it = t.params.find(names[j]);
-      std::optional<double> v;
-      if (it != t.params.end()) v = ToInternal(*dists[j], it->second);
-      if (!v) complete_row = false;
-      else row[j] = *v;
-    }
-    int row_index = -1;
-    if (complete_row) {
-      row_index = static_cast<int>(rows.size()) / std::max(d, 1);
-      rows.insert(rows.end(), row.begin(), row.end());
-    }
-    Scored s{0, 0, t.number, row_index};
+    for (int j = 0; j < d && complete_row; ++j) complete_row = !std::isnan(columns[j]->values[i]);
+    if (complete_row)
+      for (int j = 0; j < d; ++j) split->taken.push_back(columns[j]->values[i]);
+    Scored s{0, 0, t.number, static_cast<int>(i), complete_row};
     if (t.state == TrialState::kCompleted) {
       if (!t.value || std::isnan(*t.value)) continue;
       s.step_key = -kInf;
@@ -122,7 +156,6 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
     }
     scored.push_back(s);
   }
-  split->taken = std::move(rows);
   if (n < options_.n_startup_trials || n == 0) return false;
 
   int n_below = options_.gamma ? static_cast<int>(std::ceil(*options_.gamma * n)) : DefaultGamma(n);
@@ -142,11 +175,27 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
   }
   split->below.clear();
   split->above.clear();
+  split->above_order.clear();
+  const bool want_order = d == 1 && !options_.multivariate &&
+                          !std::holds_alternative<CategoricalDistribution>(*dists[0]);
+  std::vector<int>& above_index = above_index_;  // history position -> above row
+  if (want_order) above_index.assign(history.size(), -1);
+  int n_above = 0;
   for (size_t i = 0; i < scored.size(); ++i) {
-    if (scored[i].row < 0) continue;
+    if (!scored[i].has_row) continue;
+    const int pos = scored[i].pos;
     auto& dst = is_below[i] ? split->below : split->above;
-    const double* src = split->taken.data() + static_cast<size_t>(scored[i].row) * d;
-    for (int j = 0; j < d; ++j) dst.push_back(ToParzenCoordinate(*dists[j], src[j]));
+    for (int j = 0; j < d; ++j) dst.push_back(columns[j]->coords[pos]);
+    if (!is_below[i]) {
+      if (want_order) above_index[pos] = n_above;
+      ++n_above;
+    }
+  }
+  if (want_order) {
+    // The column keeps every trial sorted: filter it down to the above rows.
+    split->above_order.reserve(n_above);
+    for (int pos : columns[0]->sorted)
+      if (above_index[pos] >= 0) split->above_order.push_back(above_index[pos]);
   }
   split->below_weights = DefaultWeights(static_cast<int>(split->below.size()) / std::max(d, 1));
   split->above_weights = DefaultWeights(static_cast<int>(split->above.size()) / std::max(d, 1));
@@ -166,7 +215,8 @@ std::vector<std::vector<double>> TpeSampler::RankedCandidates(
   pe.consider_endpoints = options_.consider_endpoints;
   pe.multivariate = options_.multivariate;
   ParzenEstimator l(axes, split.below, split.below_weights, pe);
-  ParzenEstimator g(axes, split.above, split.above_weights, pe);
+  ParzenEstimator g(axes, split.above, split.above_weights, pe,
+                    split.above_order.empty() ? nullptr : &split.above_order);
 
   std::vector<double> x;
   l.Sample(rng_, n_candidates, &x);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -74,7 +75,11 @@ class TpeSampler : public Sampler {
   // Fills `split` from `history` for the parameters `names`; false while in
   // the startup phase.
   bool BuildSplit(const std::vector<std::string>& names, const std::vector<const Distribution*>& dists,
-                  const History& history, Split* split) const;
+                  const History& history, Split* split);
+  // Internal values of parameter `name` for every trial of `history` (NaN
+  // where missing or outside `dist`), cached across calls.
+  struct Column;
+  Column& InternalColumn(const std::string& name, const Distribution& dist, const History& history);
   // TPE over the parameters of `split`: candidates ranked best first, each a
   // row of internal values (Distribution's internal representation).
   std::vector<std::vector<double>> RankedCandidates(const std::vector<const Distribution*>& dists,
@@ -86,8 +91,29 @@ class TpeSampler : public Sampler {
                 const History& history);
   void ResetPending();
 
+  // Per-parameter cache of internal values, by history position; an entry
+  // is valid while the same trial id sits at that position.
+  struct Column {
+    std::string domain;  // Describe(dist) the values were computed for
+    std::vector<TrialId> ids;
+    std::vector<double> values;  // internal values, NaN if missing
+    std::vector<double> coords;  // estimator coordinates (log for log domains)
+    std::vector<int> sorted;     // positions with a value, by (coord, position)
+  };
+  // A trial's rank key for the below/above split.
+  struct Scored {
+    double step_key, value_key;
+    int number;
+    int pos;       // position in history
+    bool has_row;  // the trial has every parameter
+  };
+
   TpeSamplerOptions options_;
   std::mt19937_64 rng_;
+  std::map<std::string, Column> columns_;
+  // Scratch buffers reused across suggestions.
+  std::vector<Scored> scored_;
+  std::vector<int> above_index_;
   // The space of the trial being sampled (from RelativeSpace), the values
   // chosen so far for it (univariate mode), and the history trials that
   // share all of them.

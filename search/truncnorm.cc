@@ -44,6 +44,12 @@ double LogGaussMass(double a, double b) {
     return lb + Log1mExp(LogNdtr(a) - lb);
   }
   if (a >= 0) return LogGaussMass(-b, -a);  // mirror into the left tail
+  // Beyond 9 sigma on both sides the missing mass m is below 2.3e-19 and
+  // log(1 - m) = -m is below the precision of anything it is added to.
+  if (a < -9 && b > 9) return 0;
+  // One tail beyond 9 sigma adds less than 1.2e-19 to the missing mass.
+  if (a < -9) return std::log1p(-Ndtr(-b));
+  if (b > 9) return std::log1p(-Ndtr(a));
   // a < 0 < b: the mass is at least Phi(b) - 1/2, so 1 - Phi(a) - Phi(-b)
   // has no cancellation worth worrying about.
   return std::log1p(-Ndtr(a) - Ndtr(-b));

@@ -14,7 +14,8 @@ namespace truncnorm {
 double LogNdtr(double z);
 
 // log(Phi(b) - Phi(a)) for a <= b: the log probability mass of [a, b].
-// -inf when a == b.
+// -inf when a == b; 0 when a < -9 and b > 9 (the true value is above
+// -2.3e-19).
 double LogGaussMass(double a, double b);
 
 // Phi^{-1}(p) for 0 < p < 1 (Acklam's rational approximation refined by one

@@ -1,0 +1,235 @@
+// tpe_bench: search quality and sampling cost of RandomSampler, TpeSampler
+// and multivariate TpeSampler on Branin, Hartmann6 and the mixed 6-D LoRA
+// space of issue 3. bench/tpe_optuna.py runs Optuna's TPE on the same
+// functions; results are recorded in bench/RESULTS.md.
+//
+//   tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes 100,1000,10000] [--reps N]
+//
+// Quality: simple regret (best value found minus the optimum) after 25, 50
+// and 100 trials, median and quartiles over the seeds. Timing: CPU time of
+// this thread per suggestion (SampleTrial over the whole space) with a
+// history of n completed random trials on the mixed space.
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "search/random_sampler.h"
+#include "search/tpe_sampler.h"
+
+namespace tune {
+namespace {
+
+double Num(const ParamValue& v) {
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  return static_cast<double>(std::get<int64_t>(v));
+}
+
+FloatDistribution Float(double lo, double hi, bool log = false) {
+  return FloatDistribution{lo, hi, log, std::nullopt};
+}
+
+struct Problem {
+  std::string name;
+  SearchSpace space;
+  std::function<double(const ParamMap&)> f;
+  double optimum;
+};
+
+Problem Branin() {
+  SearchSpace s;
+  s["x1"] = Float(-5, 10);
+  s["x2"] = Float(0, 15);
+  auto f = [](const ParamMap& p) {
+    double x1 = Num(p.at("x1")), x2 = Num(p.at("x2"));
+    const double b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, t = 1 / (8 * M_PI);
+    return std::pow(x2 - b * x1 * x1 + c * x1 - 6, 2) + 10 * (1 - t) * std::cos(x1) + 10;
+  };
+  return {"branin", s, f, 0.397887357729739};
+}
+
+Problem Hartmann6() {
+  SearchSpace s;
+  for (int i = 0; i < 6; ++i) s["x" + std::to_string(i)] = Float(0, 1);
+  auto f = [](const ParamMap& p) {
+    static const double alpha[4] = {1.0, 1.2, 3.0, 3.2};
+    static const double a[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
+                                   {0.05, 10, 17, 0.1, 8, 14},
+                                   {3, 3.5, 1.7, 10, 17, 8},
+                                   {17, 8, 0.05, 10, 0.1, 14}};
+    static const double pm[4][6] = {{0.1312, 0.1696, 0.5569, 0.0124, 0.8283, 0.5886},
+                                    {0.2329, 0.4135, 0.8307, 0.3736, 0.1004, 0.9991},
+                                    {0.2348, 0.1451, 0.3522, 0.2883, 0.3047, 0.6650},
+                                    {0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381}};
+    double x[6];
+    for (int i = 0; i < 6; ++i) x[i] = Num(p.at("x" + std::to_string(i)));
+    double sum = 0;
+    for (int r = 0; r < 4; ++r) {
+      double e = 0;
+      for (int i = 0; i < 6; ++i) e += a[r][i] * std::pow(x[i] - pm[r][i], 2);
+      sum += alpha[r] * std::exp(-e);
+    }
+    return -sum;
+  };
+  return {"hartmann6", s, f, -3.32236801141551};
+}
+
+// The mixed LoRA-like space of issue 3; minimum 0.
+Problem Mixed6() {
+  SearchSpace s;
+  auto str = [](const char* v) { return ParamValue(std::string(v)); };
+  s["optimizer"] = CategoricalDistribution{{str("adam"), str("sgd"), str("adamw")}, false};
+  CategoricalDistribution r;
+  for (int64_t v : {4, 8, 16, 32, 64}) r.choices.push_back(ParamValue(v));
+  s["lora_r"] = r;
+  s["num_layers"] = IntDistribution{1, 8, false, 1};
+  s["lr"] = Float(1e-6, 1e-1, true);
+  s["weight_decay"] = Float(1e-6, 1e-1, true);
+  s["dropout"] = Float(0, 0.5);
+  auto f = [](const ParamMap& p) {
+    std::string opt = std::get<std::string>(p.at("optimizer"));
+    double offset = opt == "adamw" ? 0 : opt == "adam" ? 0.05 : 0.3;
+    double lr_opt = opt == "sgd" ? 1e-2 : 3e-4;
+    double wd_opt = opt == "adamw" ? 1e-2 : opt == "adam" ? 1e-5 : 1e-4;
+    double lr = Num(p.at("lr")), wd = Num(p.at("weight_decay"));
+    return offset + std::pow(std::log10(lr / lr_opt), 2) +
+           0.05 * std::pow(std::log2(Num(p.at("lora_r"))) - 4, 2) +
+           0.03 * std::pow(Num(p.at("num_layers")) - 4, 2) +
+           0.1 * std::pow(std::log10(wd / wd_opt), 2) + 2 * std::pow(Num(p.at("dropout")) - 0.1, 2);
+  };
+  return {"mixed6", s, f, 0.0};
+}
+
+std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
+  if (kind == "random") return std::make_unique<RandomSampler>(seed);
+  TpeSamplerOptions o;
+  o.seed = seed;
+  o.multivariate = kind == "tpe-multivariate";
+  return std::make_unique<TpeSampler>(o);
+}
+
+double ThreadSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  double pos = q * (v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}
+
+void Quality(int seeds, int trials) {
+  const std::vector<int> checkpoints = {25, 50, 100};
+  std::printf("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] | regret@100 median [q1, q3] |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (const Problem& problem : {Branin(), Hartmann6(), Mixed6()}) {
+    for (const std::string kind : {"random", "tpe", "tpe-multivariate"}) {
+      std::vector<std::vector<double>> regret(checkpoints.size());
+      for (int seed = 0; seed < seeds; ++seed) {
+        auto sampler = MakeSampler(kind, seed);
+        History history;
+        double best = INFINITY;
+        for (int i = 0; i < trials; ++i) {
+          sampler->Reseed(TrialSeed(seed, i));
+          ParamMap p = SampleTrial(*sampler, problem.space, history);
+          double v = problem.f(p);
+          best = std::min(best, v);
+          Trial t;
+          t.id = t.number = i;
+          t.state = TrialState::kCompleted;
+          t.params = std::move(p);
+          t.value = v;
+          history.push_back(std::move(t));
+          for (size_t c = 0; c < checkpoints.size(); ++c)
+            if (i + 1 == checkpoints[c]) regret[c].push_back(best - problem.optimum);
+        }
+      }
+      std::printf("| %s | %s |", problem.name.c_str(), kind.c_str());
+      for (const auto& r : regret) {
+        if (r.empty()) { std::printf(" - |"); continue; }
+        std::printf(" %.4g [%.4g, %.4g] |", Quantile(r, 0.5), Quantile(r, 0.25), Quantile(r, 0.75));
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+}
+
+void Timing(const std::vector<int>& sizes, int reps_override) {
+  const Problem problem = Mixed6();
+  std::printf("| sampler | history | ms per suggestion | suggestions timed |\n|---|---|---|---|\n");
+  for (const std::string kind : {"tpe", "tpe-multivariate"}) {
+    for (int n : sizes) {
+      // A history of n completed random trials.
+      RandomSampler random(1234);
+      History history;
+      history.reserve(n);
+      for (int i = 0; i < n; ++i) {
+        random.Reseed(TrialSeed(1234, i));
+        Trial t;
+        t.id = t.number = i;
+        t.state = TrialState::kCompleted;
+        t.params = SampleTrial(random, problem.space, history);
+        t.value = problem.f(t.params);
+        history.push_back(std::move(t));
+      }
+      auto sampler = MakeSampler(kind, 1);
+      const int reps = reps_override > 0 ? reps_override : n >= 10000 ? 20 : n >= 1000 ? 50 : 200;
+      sampler->Reseed(1);
+      (void)SampleTrial(*sampler, problem.space, history);  // warm-up
+      double start = ThreadSeconds();
+      for (int r = 0; r < reps; ++r) {
+        sampler->Reseed(TrialSeed(1, n + r));
+        ParamMap p = SampleTrial(*sampler, problem.space, history);
+        if (p.size() != problem.space.size()) std::abort();
+      }
+      double ms = (ThreadSeconds() - start) / reps * 1e3;
+      std::printf("| %s | %d | %.3f | %d |\n", kind.c_str(), n, ms, reps);
+      std::fflush(stdout);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tune
+
+int main(int argc, char** argv) {
+  bool quality = false, timing = false;
+  int seeds = 20, trials = 100, reps = 0;
+  std::vector<int> sizes = {100, 1000, 10000};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "quality") quality = true;
+    else if (a == "timing") timing = true;
+    else if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
+    else if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--sizes" && i + 1 < argc) {
+      sizes.clear();
+      std::string s = argv[++i];
+      for (size_t pos = 0; pos < s.size();) {
+        size_t end = s.find(',', pos);
+        if (end == std::string::npos) end = s.size();
+        sizes.push_back(std::atoi(s.substr(pos, end - pos).c_str()));
+        pos = end + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes a,b,c] [--reps N]\n");
+      return 2;
+    }
+  }
+  if (!quality && !timing) quality = timing = true;
+  if (quality) tune::Quality(seeds, trials);
+  if (timing) tune::Timing(sizes, reps);
+  return 0;
+}
