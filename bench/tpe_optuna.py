@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Optuna's TPESampler on the functions of tpe_bench.cc, side by side.
+
+Same objectives, same budgets, same statistics as `tpe_bench`: simple regret
+after 25/50/100 trials (median and quartiles over the seeds) for Optuna's TPE
+(univariate and multivariate, default settings), and CPU time per suggestion
+(thread time of ask() plus the six suggest calls) with a history of n
+completed random trials on the mixed 6-D space.
+
+  /usr/bin/python3 bench/tpe_optuna.py [quality] [timing] [--seeds 20] [--sizes 100,1000]
+
+Uses Debian's python3-optuna (3.1); prints Markdown tables.
+"""
+import argparse
+import math
+import time
+import warnings
+
+import numpy as np
+import optuna
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+warnings.filterwarnings("ignore")
+
+
+def branin(t):
+    x1 = t.suggest_float("x1", -5, 10)
+    x2 = t.suggest_float("x2", 0, 15)
+    b, c, s = 5.1 / (4 * math.pi ** 2), 5 / math.pi, 1 / (8 * math.pi)
+    return (x2 - b * x1 * x1 + c * x1 - 6) ** 2 + 10 * (1 - s) * math.cos(x1) + 10
+
+
+ALPHA = [1.0, 1.2, 3.0, 3.2]
+A = [[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8],
+     [17, 8, 0.05, 10, 0.1, 14]]
+P = [[0.1312, 0.1696, 0.5569, 0.0124, 0.8283, 0.5886],
+     [0.2329, 0.4135, 0.8307, 0.3736, 0.1004, 0.9991],
+     [0.2348, 0.1451, 0.3522, 0.2883, 0.3047, 0.6650],
+     [0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381]]
+
+
+def hartmann6(t):
+    x = [t.suggest_float("x%d" % i, 0, 1) for i in range(6)]
+    total = 0.0
+    for r in range(4):
+        e = sum(A[r][i] * (x[i] - P[r][i]) ** 2 for i in range(6))
+        total += ALPHA[r] * math.exp(-e)
+    return -total
+
+
+MIXED_SPACE = {
+    "optimizer": CategoricalDistribution(["adam", "sgd", "adamw"]),
+    "lora_r": CategoricalDistribution([4, 8, 16, 32, 64]),
+    "num_layers": IntDistribution(1, 8),
+    "lr": FloatDistribution(1e-6, 1e-1, log=True),
+    "weight_decay": FloatDistribution(1e-6, 1e-1, log=True),
+    "dropout": FloatDistribution(0, 0.5),
+}
+
+
+def mixed_value(p):
+    opt = p["optimizer"]
+    offset = {"adamw": 0.0, "adam": 0.05, "sgd": 0.3}[opt]
+    lr_opt = 1e-2 if opt == "sgd" else 3e-4
+    wd_opt = {"adamw": 1e-2, "adam": 1e-5, "sgd": 1e-4}[opt]
+    return (offset + math.log10(p["lr"] / lr_opt) ** 2 + 0.05 * (math.log2(p["lora_r"]) - 4) ** 2
+            + 0.03 * (p["num_layers"] - 4) ** 2 + 0.1 * math.log10(p["weight_decay"] / wd_opt) ** 2
+            + 2 * (p["dropout"] - 0.1) ** 2)
+
+
+def suggest_mixed(t):
+    # Name order as in tune's SearchSpace (sorted by name).
+    p = {}
+    for name in sorted(MIXED_SPACE):
+        d = MIXED_SPACE[name]
+        if isinstance(d, CategoricalDistribution):
+            p[name] = t.suggest_categorical(name, d.choices)
+        elif isinstance(d, IntDistribution):
+            p[name] = t.suggest_int(name, d.low, d.high)
+        else:
+            p[name] = t.suggest_float(name, d.low, d.high, log=d.log)
+    return p
+
+
+def mixed6(t):
+    return mixed_value(suggest_mixed(t))
+
+
+PROBLEMS = [("branin", branin, 0.397887357729739), ("hartmann6", hartmann6, -3.32236801141551),
+            ("mixed6", mixed6, 0.0)]
+
+
+def quality(seeds, trials):
+    print("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] "
+          "| regret@100 median [q1, q3] |")
+    print("|---|---|---|---|---|")
+    for name, f, optimum in PROBLEMS:
+        for kind in ("optuna-tpe", "optuna-tpe-multivariate"):
+            regrets = {25: [], 50: [], 100: []}
+            for seed in range(seeds):
+                sampler = optuna.samplers.TPESampler(seed=seed,
+                                                     multivariate=kind.endswith("multivariate"))
+                study = optuna.create_study(sampler=sampler)
+                best = math.inf
+                for i in range(trials):
+                    tr = study.ask()
+                    v = f(tr)
+                    study.tell(tr, v)
+                    best = min(best, v)
+                    if i + 1 in regrets:
+                        regrets[i + 1].append(best - optimum)
+            cells = []
+            for k in (25, 50, 100):
+                r = np.asarray(regrets[k])
+                if len(r) == 0:
+                    cells.append("-")
+                    continue
+                cells.append("%.4g [%.4g, %.4g]" % (np.median(r), np.quantile(r, 0.25),
+                                                    np.quantile(r, 0.75)))
+            print("| %s | %s | %s |" % (name, kind, " | ".join(cells)), flush=True)
+
+
+def timing(sizes):
+    print("| sampler | history | ms per suggestion | suggestions timed |")
+    print("|---|---|---|---|")
+    for kind in ("optuna-tpe", "optuna-tpe-multivariate"):
+        for n in sizes:
+            rng = np.random.RandomState(1234)
+            study = optuna.create_study(
+                sampler=optuna.samplers.TPESampler(seed=1, multivariate=kind.endswith("multivariate")))
+            trials = []
+            for _ in range(n):
+                p = {
+                    "optimizer": ["adam", "sgd", "adamw"][rng.randint(3)],
+                    "lora_r": [4, 8, 16, 32, 64][rng.randint(5)],
+                    "num_layers": int(rng.randint(1, 9)),
+                    "lr": float(math.exp(rng.uniform(math.log(1e-6), math.log(1e-1)))),
+                    "weight_decay": float(math.exp(rng.uniform(math.log(1e-6), math.log(1e-1)))),
+                    "dropout": float(rng.uniform(0, 0.5)),
+                }
+                trials.append(optuna.trial.create_trial(params=p, distributions=MIXED_SPACE,
+                                                        value=mixed_value(p)))
+            study.add_trials(trials)
+            reps = 5 if n >= 1000 else 20
+            suggest_mixed(study.ask())  # warm-up (caches)
+            start = time.thread_time()
+            for _ in range(reps):
+                suggest_mixed(study.ask())
+            ms = (time.thread_time() - start) / reps * 1e3
+            print("| %s | %d | %.3f | %d |" % (kind, n, ms, reps), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", nargs="*", default=["quality", "timing"])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--sizes", default="100,1000")
+    args = ap.parse_args()
+    print("optuna", optuna.__version__)
+    if "quality" in args.what:
+        quality(args.seeds, args.trials)
+    if "timing" in args.what:
+        timing([int(s) for s in args.sizes.split(",")])
+
+
+if __name__ == "__main__":
+    main()
