@@ -12,7 +12,9 @@
 // (seed, trial number, step), so bench/asha_optuna.py evaluates exactly the
 // same curves.
 //
-// Trials run one at a time (as Optuna's study.optimize with n_jobs=1).
+// Trials run one at a time (as Optuna's study.optimize with n_jobs=1), and
+// for ASHA and the median rule also 4 at a time, at different speeds
+// (asynchronous: a trial started later may reach a rung first).
 // Tables (markdown, for bench/RESULTS.md):
 //   1. 60 trials per seed: steps consumed and best final loss (the last
 //      value of the best trial that ran to max_t) for FIFO, ASHA (rf 3,
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -142,11 +145,14 @@ struct RunConfig {
   Kind kind = Kind::kFifo;
   bool tpe = false;  // else hashed uniform configurations
   int max_trials = 60;
+  int workers = 1;
   int64_t step_budget = std::numeric_limits<int64_t>::max();
 };
 
-// Runs trials one after the other until max_trials or the step budget (the
-// trial running when the budget is spent is cut and counts for nothing).
+// Runs trials on `workers` slots, each slot advancing its trial one step per
+// round (workers = 1: one trial after the other), until max_trials or the
+// step budget (the trials running when it is spent are cut and count for
+// nothing).
 RunResult Run(const RunConfig& c) {
   std::unique_ptr<Scheduler> scheduler = MakeScheduler(c.kind, c.seed);
   FloatDistribution unit;  // [0, 1]
@@ -154,54 +160,100 @@ RunResult Run(const RunConfig& c) {
   TpeSamplerOptions tpe_options;
   tpe_options.seed = c.seed;
   TpeSampler tpe(tpe_options);
-  History history;
+  History history;  // finished trials, by number
   RunResult r;
   double decision_total_ns = 0;
   int64_t decisions = 0;
-  for (int number = 0; number < c.max_trials && r.steps < c.step_budget; ++number) {
-    Trial t;
-    t.id = number + 1;
-    t.number = number;
+
+  struct Slot {
+    Trial trial;
+    double x = 0, y = 0;
+    int64_t next_step = 1;
+  };
+  std::vector<Slot> slots;  // running trials
+  int next_number = 0;
+  auto start_trial = [&]() {
+    if (next_number >= c.max_trials || r.steps >= c.step_budget) return false;
+    Slot s;
+    Trial& t = s.trial;
+    t.id = next_number + 1;
+    t.number = next_number;
     t.state = TrialState::kRunning;
     if (c.tpe) {
-      tpe.Reseed(TrialSeed(c.seed, number));
-      t.params = SampleTrial(tpe, space, history);
+      History seen = history;  // finished and running, by number
+      for (const Slot& o : slots) seen.push_back(o.trial);
+      std::sort(seen.begin(), seen.end(),
+                [](const Trial& a, const Trial& b) { return a.number < b.number; });
+      tpe.Reseed(TrialSeed(c.seed, t.number));
+      t.params = SampleTrial(tpe, space, seen);
     } else {
-      t.params = {{"x", Uniform(c.seed, number, 1)}, {"y", Uniform(c.seed, number, 2)}};
+      t.params = {{"x", Uniform(c.seed, t.number, 1)}, {"y", Uniform(c.seed, t.number, 2)}};
     }
-    const double x = std::get<double>(t.params.at("x"));
-    const double y = std::get<double>(t.params.at("y"));
+    s.x = std::get<double>(t.params.at("x"));
+    s.y = std::get<double>(t.params.at("y"));
     scheduler->OnTrialAdd(t);
-    t.state = TrialState::kCompleted;
-    for (int64_t step = 1; step <= kMaxT; ++step) {
-      if (r.steps >= c.step_budget) {
-        t.state = TrialState::kStopped;
-        break;
-      }
-      const double loss = Loss(c.family, c.seed, number, x, y, step);
-      ++r.steps;
-      t.intermediate[step] = loss;
-      t.value = loss;
-      const auto start = std::chrono::steady_clock::now();
-      const Decision d = scheduler->OnTrialResult(t, step, loss);
-      decision_total_ns += std::chrono::duration<double, std::nano>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
-      ++decisions;
-      if (d.action == Action::kStop) {
-        if (d.rung) t.state = TrialState::kPruned;  // else: reached max_t
-        break;
-      }
-    }
+    slots.push_back(std::move(s));
+    ++next_number;
+    return true;
+  };
+  auto finish = [&](Slot& s, TrialState state) {
+    Trial& t = s.trial;
+    t.state = state;
     scheduler->OnTrialComplete(t);
     ++r.trials;
-    if (t.state == TrialState::kPruned) ++r.pruned;
-    if (t.state == TrialState::kCompleted) {
+    if (state == TrialState::kPruned) ++r.pruned;
+    if (state == TrialState::kCompleted) {
       ++r.completed;
-      r.completions.push_back({r.steps, *t.value, FinalLoss(x, y)});
+      r.completions.push_back({r.steps, *t.value, FinalLoss(s.x, s.y)});
     }
-    history.push_back(t);
+    auto at = std::upper_bound(history.begin(), history.end(), t.number,
+                               [](int n, const Trial& o) { return n < o.number; });
+    history.insert(at, t);
     tpe.AfterTrial(t);
+  };
+
+  while (static_cast<int>(slots.size()) < c.workers && start_trial()) {
+  }
+  for (uint64_t round = 0; !slots.empty(); ++round) {
+    for (size_t i = 0; i < slots.size();) {
+      Slot& s = slots[i];
+      // With several workers, trials run at different speeds: each one
+      // takes a step in a round with probability 0.3 + 0.7 u (u fixed per
+      // trial), so later trials may overtake earlier ones.
+      if (c.workers > 1 && Uniform(c.seed, s.trial.number, 1u << 20 | round) >=
+                               0.3 + 0.7 * Uniform(c.seed, s.trial.number, 3)) {
+        ++i;
+        continue;
+      }
+      std::optional<TrialState> end;
+      if (r.steps >= c.step_budget) {
+        end = TrialState::kStopped;
+      } else {
+        const int64_t step = s.next_step++;
+        const double loss = Loss(c.family, c.seed, s.trial.number, s.x, s.y, step);
+        ++r.steps;
+        s.trial.intermediate[step] = loss;
+        s.trial.value = loss;
+        const auto start = std::chrono::steady_clock::now();
+        const Decision d = scheduler->OnTrialResult(s.trial, step, loss);
+        decision_total_ns += std::chrono::duration<double, std::nano>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count();
+        ++decisions;
+        if (d.action == Action::kStop) {
+          end = d.rung ? TrialState::kPruned : TrialState::kCompleted;  // no rung: max_t
+        } else if (step == kMaxT) {
+          end = TrialState::kCompleted;
+        }
+      }
+      if (!end) {
+        ++i;
+        continue;
+      }
+      finish(s, *end);
+      slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
+      start_trial();  // appended: it takes its first step in this round
+    }
   }
   r.decision_ns = decisions ? decision_total_ns / decisions : 0;
   return r;
@@ -223,16 +275,18 @@ void FixedTrialTable(Family f, int seeds, int trials) {
               FamilyName(f), trials, static_cast<long long>(kMaxT), seeds - 1);
   std::printf("| scheduler | steps | steps / FIFO | best final (observed) | its true final | "
               "pruned |\n|---|---|---|---|---|---|\n");
-  const Kind kinds[] = {Kind::kFifo, Kind::kAsha, Kind::kMedian};
-  const char* names[] = {"FIFO", "ASHA", "median"};
+  const Kind kinds[] = {Kind::kFifo, Kind::kAsha, Kind::kMedian, Kind::kAsha, Kind::kMedian};
+  const int workers[] = {1, 1, 1, 4, 4};
+  const char* names[] = {"FIFO", "ASHA", "median", "ASHA, 4 workers", "median, 4 workers"};
   double fifo_steps = 0;
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < 5; ++k) {
     std::vector<double> steps, best, truth, pruned;
     for (int s = 0; s < seeds; ++s) {
       RunConfig c;
       c.family = f;
       c.seed = s;
       c.kind = kinds[k];
+      c.workers = workers[k];
       c.max_trials = trials;
       const RunResult r = Run(c);
       const auto pick = r.PickAt(r.steps);
