@@ -31,6 +31,13 @@ Result<int> EnvInt(const char* name, int fallback) {
   return static_cast<int>(x);
 }
 
+// The first line of a c10 exception (what() carries a backtrace).
+std::string Brief(const std::exception& e) {
+  std::string s = e.what();
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
 }  // namespace
 
 Distributed::Distributed(int rank, int world_size, std::unique_ptr<Group> group)
@@ -68,7 +75,7 @@ Result<std::unique_ptr<Distributed>> Distributed::FromEnv(const std::string& bac
     group->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, rank, world, options);
   } catch (const std::exception& e) {
     return Status::Unavailable("rank " + std::to_string(rank) + ": rendezvous with " + addr + ":" +
-                               std::to_string(port) + " failed: " + e.what());
+                               std::to_string(port) + " failed: " + Brief(e));
   }
   return std::unique_ptr<Distributed>(new Distributed(rank, world, std::move(group)));
 }
@@ -82,7 +89,7 @@ Status Distributed::AllReduceSum(torch::Tensor& tensor) {
     work->wait(group_->timeout);
   } catch (const std::exception& e) {
     return Status::Unavailable("rank " + std::to_string(rank_) + ": all-reduce failed (a peer rank died or hung?): " +
-                               e.what());
+                               Brief(e));
   }
   comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();

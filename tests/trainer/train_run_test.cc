@@ -168,10 +168,10 @@ TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][dist
   const std::string data = WriteData(dir);
   const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
   // Rank 1 is killed after a moment; rank 0 must notice and fail, not hang.
-  const int rc = Sh(env + " RANK=1 timeout -s KILL 4 " + Bin() + CommonFlags(data) +
-                    " --max-steps 100000 --eval-every 0 --batch-size 2 --dist-timeout 20 --output " + dir +
+  const int rc = Sh(env + " RANK=1 timeout -s KILL 6 " + Bin() + CommonFlags(data) +
+                    " --max-steps 100000 --eval-every 0 --batch-size 2 --dist-timeout 10 --output " + dir +
                     "/x > /dev/null 2>&1 & " + env + " RANK=0 " + Bin() + CommonFlags(data) +
-                    " --max-steps 100000 --eval-every 0 --batch-size 2 --dist-timeout 20 --output " + dir +
+                    " --max-steps 100000 --eval-every 0 --batch-size 2 --dist-timeout 10 --output " + dir +
                     "/x > " + dir + "/r0.out 2> " + dir + "/r0.err; r0=$?; wait; exit $r0");
   INFO(Slurp(dir + "/r0.err"));
   CHECK(rc != 0);
