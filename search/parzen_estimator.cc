@@ -110,8 +110,13 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
   if (has_prior_) w.push_back(options_.prior_weight);
   double total = std::accumulate(w.begin(), w.end(), 0.0);
   TUNE_CHECK(total > 0);
+  weights_.resize(k_total);
   log_weights_.resize(k_total);
-  for (int k = 0; k < k_total; ++k) log_weights_[k] = std::log(w[k] / total);
+  for (int k = 0; k < k_total; ++k) {
+    weights_[k] = w[k] / total;
+    // Optuna's weights repeat (the flat tail of the ramp): reuse the log.
+    log_weights_[k] = k > 0 && w[k] == w[k - 1] ? log_weights_[k - 1] : std::log(weights_[k]);
+  }
 
   axes_.resize(d);
   std::vector<double> column(n);
@@ -128,9 +133,9 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
     if (dims_[j].kind != ParzenDimension::Kind::kCategorical) FinishNumericalAxis(j);
   if (d == 1 && dims_[0].kind == ParzenDimension::Kind::kContinuous) BuildWindowIndex();
 
-  cum_weights_.resize(log_weights_.size());
+  cum_weights_.resize(weights_.size());
   double acc = 0;
-  for (size_t k = 0; k < log_weights_.size(); ++k) cum_weights_[k] = acc += std::exp(log_weights_[k]);
+  for (size_t k = 0; k < weights_.size(); ++k) cum_weights_[k] = acc += weights_[k];
 }
 
 void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& column, int n,
@@ -243,6 +248,7 @@ void ParzenEstimator::BuildWindowIndex() {
   permute(axis.inv_sigma);
   permute(axis.log_norm);
   permute(log_weights_);
+  permute(weights_);
   constexpr int kBlock = 32;
   blocks_.clear();
   for (int b = 0; b < n_sorted_; b += kBlock) {
@@ -282,6 +288,8 @@ void ParzenEstimator::BuildCategoricalAxis(int j, const std::vector<double>& col
     axis.kernels_of_choice[idx].push_back(k);
   }
   if (has_prior_) axis.choice[n] = -1;
+  axis.base.resize(k_total);
+  for (int k = 0; k < k_total; ++k) axis.base[k] = axis.choice[k] < 0 ? axis.log_uniform : axis.log_miss;
 }
 
 // With one dimension, kernels with the same centre and width are one kernel
@@ -333,12 +341,13 @@ void ParzenEstimator::MergeDuplicateKernels() {
   std::vector<double> w(n_groups, 0.0);
   std::vector<int> first(n_groups, -1);
   for (int k = 0; k < k_total; ++k) {
-    w[group[k]] += std::exp(log_weights_[k]);
+    w[group[k]] += weights_[k];
     if (first[group[k]] < 0) first[group[k]] = k;
   }
   Axis merged;
   merged.shared_sigma = axis.shared_sigma;
   log_weights_.resize(n_groups);
+  weights_ = w;
   for (int g = 0; g < n_groups; ++g) {
     log_weights_[g] = std::log(w[g]);
     int k = first[g];
@@ -358,6 +367,8 @@ void ParzenEstimator::MergeDuplicateKernels() {
     merged.log_uniform = axis.log_uniform;
     merged.p_hit = axis.p_hit;
     merged.p_miss = axis.p_miss;
+    for (int g = 0; g < n_groups; ++g)
+      merged.base.push_back(merged.choice[g] < 0 ? merged.log_uniform : merged.log_miss);
   }
   axis = std::move(merged);
 }
@@ -470,7 +481,8 @@ void ParzenEstimator::LogPdfWindowed(const std::vector<double>& x, std::vector<d
   const int k_total = num_kernels();
   const int m = static_cast<int>(x.size());
   out->assign(m, 0.0);
-  std::vector<double> terms(k_total);
+  thread_local std::vector<double> terms;  // scratch reused across calls
+  terms.resize(k_total);
   auto term = [&](int k, double v) {
     double z = (v - axis.mu[k]) * axis.inv_sigma[k];
     return log_weights_[k] + axis.log_norm[k] - 0.5 * z * z;
@@ -519,7 +531,8 @@ void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* 
   out->assign(m, 0.0);
   if (m == 0) return;
   // a(k, i): log weight of kernel k plus its log density at row i.
-  std::vector<double> a(static_cast<size_t>(k_total) * m);
+  thread_local std::vector<double> a;  // scratch reused across calls
+  a.resize(static_cast<size_t>(k_total) * m);
   const ConstArrayMap log_w(log_weights_.data(), k_total);
   for (int i = 0; i < m; ++i) ArrayMap(a.data() + static_cast<size_t>(i) * k_total, k_total) = log_w;
 
@@ -545,7 +558,7 @@ void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* 
     for (int i = 0; i < m; ++i) {
       int c = static_cast<int>(std::lround(x[static_cast<size_t>(i) * d + j]));
       double* col = a.data() + static_cast<size_t>(i) * k_total;
-      for (int k = 0; k < k_total; ++k) col[k] += axis.choice[k] < 0 ? axis.log_uniform : axis.log_miss;
+      ArrayMap(col, k_total) += ConstArrayMap(axis.base.data(), k_total);
       if (c >= 0 && c < dim.n_choices)
         for (int k : axis.kernels_of_choice[c]) col[k] += delta;
     }

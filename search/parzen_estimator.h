@@ -89,6 +89,7 @@ class ParzenEstimator {
     std::vector<int> choice;
     std::vector<std::vector<int>> kernels_of_choice;  // choice -> kernels
     double log_hit = 0, log_miss = 0, log_uniform = 0;
+    std::vector<double> base;  // per kernel: log_miss, or log_uniform for the prior
     double p_hit = 0, p_miss = 0;  // for sampling
   };
 
@@ -110,7 +111,7 @@ class ParzenEstimator {
   std::vector<ParzenDimension> dims_;
   ParzenEstimatorOptions options_;
   bool has_prior_ = false;
-  std::vector<double> log_weights_, cum_weights_;
+  std::vector<double> weights_, log_weights_, cum_weights_;
   std::vector<Axis> axes_;
   // One continuous dimension: kernels sorted by centre (the prior, if any,
   // stays last) in blocks, so LogPdf evaluates only the kernels that matter.

@@ -50,6 +50,7 @@ TpeSampler::TpeSampler(const TpeSamplerOptions& options) : options_(options), rn
 
 void TpeSampler::Reseed(uint64_t seed) {
   rng_.seed(seed);
+  ++generation_;  // a new trial: rank the history again
   ResetPending();
 }
 
@@ -66,37 +67,56 @@ SearchSpace TpeSampler::RelativeSpace(const SearchSpace& space, const History& h
   return options_.multivariate ? space : SearchSpace{};
 }
 
+void TpeSampler::SyncHistory(const History& history) {
+  if (synced_data_ == history.data() && synced_size_ == history.size() &&
+      synced_generation_ == generation_)
+    return;
+  synced_data_ = history.data();
+  synced_size_ = history.size();
+  synced_generation_ = generation_;
+  // A trial's parameters never change once it exists: the cached values of
+  // the longest prefix with the same trial ids stay valid.
+  size_t common = 0;
+  const size_t limit = std::min(ids_.size(), history.size());
+  while (common < limit && ids_[common] == history[common].id) ++common;
+  ids_.resize(history.size());
+  for (size_t i = common; i < history.size(); ++i) ids_[i] = history[i].id;
+  for (auto& [name, c] : columns_) {
+    if (c.values.size() <= common) continue;
+    c.values.resize(common);
+    c.coords.resize(common);
+    c.sorted.erase(std::remove_if(c.sorted.begin(), c.sorted.end(),
+                                  [&](int p) { return static_cast<size_t>(p) >= common; }),
+                   c.sorted.end());
+  }
+}
+
 TpeSampler::Column& TpeSampler::InternalColumn(const std::string& name, const Distribution& dist,
                                                const History& history) {
+  SyncHistory(history);
   Column& c = columns_[name];
   std::string key = Describe(dist);
   if (c.domain != key) {
     c = Column();
     c.domain = std::move(key);
   }
-  // A trial's parameters never change once it exists: entries whose trial
-  // id still sits at the same position are reused.
-  const size_t old_size = std::min(c.ids.size(), history.size());
-  bool rebuild = c.ids.size() > history.size();
-  c.ids.resize(history.size(), -1);
+  const size_t old_size = c.values.size();
   c.values.resize(history.size());
   c.coords.resize(history.size());
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-  for (size_t i = 0; i < history.size(); ++i) {
-    if (c.ids[i] == history[i].id) continue;
-    rebuild = rebuild || i < old_size;
-    c.ids[i] = history[i].id;
+  for (size_t i = old_size; i < history.size(); ++i) {
     auto it = history[i].params.find(name);
     std::optional<double> v;
     if (it != history[i].params.end()) v = ToInternal(dist, it->second);
     c.values[i] = v ? *v : kNaN;
     c.coords[i] = v ? ToParzenCoordinate(dist, *v) : kNaN;
   }
-  // Positions sorted by (coordinate, position); new trials are inserted.
+  // Positions sorted by (coordinate, position): new trials are inserted, a
+  // new column is sorted once.
   auto less = [&](int a, int b) {
     return c.coords[a] < c.coords[b] || (c.coords[a] == c.coords[b] && a < b);
   };
-  if (rebuild) {
+  if (old_size == 0) {
     c.sorted.clear();
     for (size_t i = 0; i < history.size(); ++i)
       if (!std::isnan(c.coords[i])) c.sorted.push_back(static_cast<int>(i));
@@ -111,27 +131,23 @@ TpeSampler::Column& TpeSampler::InternalColumn(const std::string& name, const Di
   return c;
 }
 
-bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
-                            const std::vector<const Distribution*>& dists, const History& history,
-                            Split* split) {
-  const int d = static_cast<int>(names.size());
+const TpeSampler::Ranking& TpeSampler::RankTrials(const History& history) {
+  Ranking& r = ranking_;
+  if (r.data == history.data() && r.size == history.size() && r.generation == generation_)
+    return r;
+  r.data = history.data();
+  r.size = history.size();
+  r.generation = generation_;
+  r.group.assign(history.size(), -1);
   const double sign = options_.maximize ? -1.0 : 1.0;
-  split->d = d;
-  std::vector<const Column*> columns(d);
-  for (int j = 0; j < d; ++j) columns[j] = &InternalColumn(names[j], *dists[j], history);
   // Rank key (Optuna's): completed trials by value, then pruned ones by
   // (-last step, value at it), then running ones (the constant liar).
   std::vector<Scored>& scored = scored_;
   scored.clear();
-  split->taken.clear();
   int n = 0;
   for (size_t i = 0; i < history.size(); ++i) {
     const Trial& t = history[i];
-    bool complete_row = true;
-    for (int j = 0; j < d && complete_row; ++j) complete_row = !std::isnan(columns[j]->values[i]);
-    if (complete_row)
-      for (int j = 0; j < d; ++j) split->taken.push_back(columns[j]->values[i]);
-    Scored s{0, 0, t.number, static_cast<int>(i), complete_row};
+    Scored s{0, 0, t.number, static_cast<int>(i)};
     if (t.state == TrialState::kCompleted) {
       if (!t.value || std::isnan(*t.value)) continue;
       s.step_key = -kInf;
@@ -156,8 +172,7 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
     }
     scored.push_back(s);
   }
-  if (n < options_.n_startup_trials || n == 0) return false;
-
+  r.n = n;
   int n_below = options_.gamma ? static_cast<int>(std::ceil(*options_.gamma * n)) : DefaultGamma(n);
   n_below = std::clamp(n_below, 0, static_cast<int>(scored.size()));
   auto better = [](const Scored& a, const Scored& b) {
@@ -165,14 +180,34 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
     if (a.value_key != b.value_key) return a.value_key < b.value_key;
     return a.number < b.number;
   };
-  std::vector<int> order(scored.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<char> is_below(scored.size(), 0);
-  if (n_below > 0) {
-    std::nth_element(order.begin(), order.begin() + (n_below - 1), order.end(),
-                     [&](int a, int b) { return better(scored[a], scored[b]); });
-    for (int r = 0; r < n_below; ++r) is_below[order[r]] = 1;
+  if (n_below > 0 && n_below < static_cast<int>(scored.size()))
+    std::nth_element(scored.begin(), scored.begin() + (n_below - 1), scored.end(), better);
+  for (int k = 0; k < static_cast<int>(scored.size()); ++k) r.group[scored[k].pos] = k < n_below;
+  return r;
+}
+
+bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
+                            const std::vector<const Distribution*>& dists, const History& history,
+                            Split* split, bool want_taken) {
+  const int d = static_cast<int>(names.size());
+  split->d = d;
+  std::vector<const Column*> columns(d);
+  for (int j = 0; j < d; ++j) columns[j] = &InternalColumn(names[j], *dists[j], history);
+  auto has_row = [&](size_t i) {
+    for (int j = 0; j < d; ++j)
+      if (std::isnan(columns[j]->values[i])) return false;
+    return true;
+  };
+  split->taken.clear();
+  if (want_taken) {
+    for (size_t i = 0; i < history.size(); ++i)
+      if (has_row(i))
+        for (int j = 0; j < d; ++j) split->taken.push_back(columns[j]->values[i]);
   }
+  const Ranking& rank = RankTrials(history);
+  if (rank.n < options_.n_startup_trials || rank.n == 0) return false;
+
+  // Optuna splits all ranked trials, then drops those lacking a parameter.
   split->below.clear();
   split->above.clear();
   split->above_order.clear();
@@ -181,12 +216,12 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
   std::vector<int>& above_index = above_index_;  // history position -> above row
   if (want_order) above_index.assign(history.size(), -1);
   int n_above = 0;
-  for (size_t i = 0; i < scored.size(); ++i) {
-    if (!scored[i].has_row) continue;
-    const int pos = scored[i].pos;
-    auto& dst = is_below[i] ? split->below : split->above;
+  for (size_t pos = 0; pos < history.size(); ++pos) {
+    const signed char g = rank.group[pos];
+    if (g < 0 || !has_row(pos)) continue;
+    auto& dst = g ? split->below : split->above;
     for (int j = 0; j < d; ++j) dst.push_back(columns[j]->coords[pos]);
-    if (!is_below[i]) {
+    if (!g) {
       if (want_order) above_index[pos] = n_above;
       ++n_above;
     }
@@ -253,7 +288,7 @@ ParamMap TpeSampler::SampleRelative(const SearchSpace& relative, const History& 
     all_discrete = all_discrete && IsDiscrete(dist);
   }
   Split split;
-  if (!BuildSplit(names, dists, history, &split)) return {};
+  if (!BuildSplit(names, dists, history, &split, all_discrete)) return {};
   const int d = split.d;
   const size_t n_taken = split.taken.size() / d;
   auto is_taken = [&](const std::vector<double>& row) {
@@ -299,7 +334,7 @@ ParamValue TpeSampler::SampleIndependent(const std::string& name, const Distribu
   Split split;
   ParamValue result;
   bool found = false;
-  if (BuildSplit({name}, {&dist}, history, &split)) {
+  if (BuildSplit({name}, {&dist}, history, &split, false)) {
     auto ranked = RankedCandidates({&dist}, split, std::max(1, options_.n_ei_candidates));
     result = FromInternal(dist, ranked.front()[0]);
     for (const auto& row : ranked) {

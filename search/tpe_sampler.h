@@ -74,11 +74,18 @@ class TpeSampler : public Sampler {
 
   // Fills `split` from `history` for the parameters `names`; false while in
   // the startup phase.
+  // `want_taken`: also collect every trial's values (duplicate checks).
   bool BuildSplit(const std::vector<std::string>& names, const std::vector<const Distribution*>& dists,
-                  const History& history, Split* split);
+                  const History& history, Split* split, bool want_taken);
+  struct Ranking;
+  // The below/above membership of every trial (independent of the
+  // parameters), cached for the SampleIndependent calls of one trial.
+  const Ranking& RankTrials(const History& history);
   // Internal values of parameter `name` for every trial of `history` (NaN
   // where missing or outside `dist`), cached across calls.
   struct Column;
+  // Drops cached values past the first position whose trial id changed.
+  void SyncHistory(const History& history);
   Column& InternalColumn(const std::string& name, const Distribution& dist, const History& history);
   // TPE over the parameters of `split`: candidates ranked best first, each a
   // row of internal values (Distribution's internal representation).
@@ -91,11 +98,10 @@ class TpeSampler : public Sampler {
                 const History& history);
   void ResetPending();
 
-  // Per-parameter cache of internal values, by history position; an entry
-  // is valid while the same trial id sits at that position.
+  // Per-parameter cache of internal values, by history position; valid for
+  // the prefix of the history whose trial ids are unchanged (SyncHistory).
   struct Column {
     std::string domain;  // Describe(dist) the values were computed for
-    std::vector<TrialId> ids;
     std::vector<double> values;  // internal values, NaN if missing
     std::vector<double> coords;  // estimator coordinates (log for log domains)
     std::vector<int> sorted;     // positions with a value, by (coord, position)
@@ -104,9 +110,21 @@ class TpeSampler : public Sampler {
   struct Scored {
     double step_key, value_key;
     int number;
-    int pos;       // position in history
-    bool has_row;  // the trial has every parameter
+    int pos;  // position in history
   };
+  struct Ranking {
+    const Trial* data = nullptr;
+    size_t size = 0;
+    uint64_t generation = ~uint64_t{0};
+    int n = 0;                        // completed and pruned trials
+    std::vector<signed char> group;   // per position: 1 below, 0 above, -1 unused
+  };
+  Ranking ranking_;
+  std::vector<TrialId> ids_;  // trial ids of the history the columns describe
+  const Trial* synced_data_ = nullptr;
+  size_t synced_size_ = 0;
+  uint64_t synced_generation_ = ~uint64_t{0};
+  uint64_t generation_ = 0;  // bumped by Reseed
 
   TpeSamplerOptions options_;
   std::mt19937_64 rng_;
