@@ -16,7 +16,11 @@
 // finished) while an alternative exists.
 //
 // All randomness comes from the rng set by Reseed, so the same history and
-// seed give the same suggestion (resume-safe). Not thread-safe.
+// seed give the same suggestion (resume-safe). Call Reseed before each trial
+// (the tuner does): per-trial work (the ranking of the history) is cached
+// until the next Reseed or a different history. Per-parameter values are
+// cached across trials by trial id, so the cost per suggestion grows
+// linearly with the history. Not thread-safe.
 #pragma once
 
 #include <cstdint>

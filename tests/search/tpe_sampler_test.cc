@@ -251,3 +251,32 @@ TEST_CASE("gamma option fixes the fraction of good trials", "[tpe]") {
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST_CASE("one sampler moved to another history suggests like a fresh one", "[tpe]") {
+  // The sampler caches per-trial values by position and trial id; a history
+  // with other trials (another experiment, a resumed one) must not see them.
+  SearchSpace space = Plane();
+  space["n"] = IntDistribution{1, 8, false, 1};
+  auto f = [](const ParamMap& p) { return Bowl(p) + 0.01 * Num(p.at("n")); };
+  for (bool multivariate : {false, true}) {
+    TpeSampler a(Options(21, multivariate)), b(Options(22, multivariate));
+    History ha = RunSequential(a, space, 21, 40, f);
+    History hb = RunSequential(b, space, 22, 40, f);
+    for (Trial& t : hb) t.id += 1000;  // other trials, other ids
+    TpeSampler fresh(Options(21, multivariate));
+    a.Reseed(555);
+    fresh.Reseed(555);
+    CHECK(SampleTrial(a, space, hb) == SampleTrial(fresh, space, hb));
+    // A shorter prefix of its own history, as after a restart.
+    History prefix(ha.begin(), ha.begin() + 25);
+    a.Reseed(556);
+    fresh.Reseed(556);
+    CHECK(SampleTrial(a, space, prefix) == SampleTrial(fresh, space, prefix));
+  }
+}
+
+}  // namespace
+}  // namespace tune
