@@ -221,13 +221,14 @@ std::shared_ptr<KubernetesBackend::Attempt> KubernetesBackend::Track(const Launc
   auto a = std::make_shared<Attempt>();
   a->spec = spec;
   a->name = name;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto old = attempts_.find(spec.trial_id);
-  if (old != attempts_.end() && old->second->follower.joinable()) {
-    // A previous attempt of this trial; its follower has ended (it was final).
-    old->second->stop_follower = true;
-    old->second->follower.detach();
+  std::shared_ptr<Attempt> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = attempts_.find(spec.trial_id);
+    if (it != attempts_.end()) old = it->second;
   }
+  if (old) StopFollower(*old);  // a previous attempt of this trial
+  std::lock_guard<std::mutex> lock(mu_);
   attempts_[spec.trial_id] = a;
   StartPollerLocked();
   NotifyLocked();
