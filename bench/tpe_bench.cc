@@ -4,6 +4,7 @@
 // functions; results are recorded in bench/RESULTS.md.
 //
 //   tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes 100,1000,10000] [--reps N]
+//             [--only tpe|tpe-multivariate]
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
 // and 100 trials, median and quartiles over the seeds. Timing: CPU time of
@@ -165,10 +166,11 @@ void Quality(int seeds, int trials) {
   }
 }
 
-void Timing(const std::vector<int>& sizes, int reps_override) {
+void Timing(const std::vector<int>& sizes, int reps_override, const std::string& only) {
   const Problem problem = Mixed6();
   std::printf("| sampler | history | ms per suggestion | suggestions timed |\n|---|---|---|---|\n");
   for (const std::string kind : {"tpe", "tpe-multivariate"}) {
+    if (!only.empty() && kind != only) continue;
     for (int n : sizes) {
       // A history of n completed random trials.
       RandomSampler random(1234);
@@ -206,6 +208,7 @@ void Timing(const std::vector<int>& sizes, int reps_override) {
 int main(int argc, char** argv) {
   bool quality = false, timing = false;
   int seeds = 20, trials = 100, reps = 0;
+  std::string only;
   std::vector<int> sizes = {100, 1000, 10000};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -214,6 +217,7 @@ int main(int argc, char** argv) {
     else if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
     else if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       std::string s = argv[++i];
@@ -224,12 +228,12 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes a,b,c] [--reps N]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND]\n");
       return 2;
     }
   }
   if (!quality && !timing) quality = timing = true;
   if (quality) tune::Quality(seeds, trials);
-  if (timing) tune::Timing(sizes, reps);
+  if (timing) tune::Timing(sizes, reps, only);
   return 0;
 }

@@ -98,15 +98,38 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
                                  const std::vector<double>& observations,
                                  const std::vector<double>& weights,
                                  const ParzenEstimatorOptions& options,
-                                 const std::vector<int>* sorted_order)
-    : dims_(std::move(dims)), options_(options) {
+                                 const std::vector<int>* sorted_order) {
+  Fit(std::move(dims), observations, weights, options, sorted_order);
+}
+
+void ParzenEstimator::ClearAxis(Axis* axis) {
+  axis->mu.clear();
+  axis->sigma.clear();
+  axis->inv_sigma.clear();
+  axis->log_norm.clear();
+  axis->shared_sigma = false;
+  axis->choice.clear();
+  for (auto& v : axis->kernels_of_choice) v.clear();
+  axis->base.clear();
+}
+
+void ParzenEstimator::Fit(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
+                          const std::vector<double>& weights, const ParzenEstimatorOptions& options,
+                          const std::vector<int>* sorted_order) {
+  // Every buffer keeps its capacity: a refit allocates nothing once warm.
+  dims_ = std::move(dims);
+  options_ = options;
+  blocks_.clear();
+  n_sorted_ = 0;
+  sorted_order_.clear();
   const int d = num_dims();
   const int n = static_cast<int>(weights.size());
   TUNE_CHECK(observations.size() == static_cast<size_t>(n) * static_cast<size_t>(d));
   has_prior_ = options_.consider_prior || n == 0;  // an empty model is the prior
   const int k_total = n + (has_prior_ ? 1 : 0);
 
-  std::vector<double> w(weights);
+  std::vector<double>& w = scratch_a_;
+  w.assign(weights.begin(), weights.end());
   if (has_prior_) w.push_back(options_.prior_weight);
   double total = std::accumulate(w.begin(), w.end(), 0.0);
   TUNE_CHECK(total > 0);
@@ -119,7 +142,9 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
   }
 
   axes_.resize(d);
-  std::vector<double> column(n);
+  for (Axis& axis : axes_) ClearAxis(&axis);
+  std::vector<double>& column = scratch_b_;
+  column.resize(n);
   for (int j = 0; j < d; ++j) {
     for (int i = 0; i < n; ++i) column[i] = observations[static_cast<size_t>(i) * d + j];
     if (dims_[j].kind == ParzenDimension::Kind::kCategorical) {
@@ -172,16 +197,19 @@ void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& colum
       }
       if (!prior_placed) order[r++] = n;
     } else {
-      std::vector<std::pair<double, int>> sorted(k_total);
+      std::vector<std::pair<double, int>>& sorted = scratch_pairs_;
+      sorted.resize(k_total);
       for (int k = 0; k < k_total; ++k) sorted[k] = {axis.mu[k], k};
       std::sort(sorted.begin(), sorted.end());
       for (int r = 0; r < k_total; ++r) order[r] = sorted[r].second;
     }
-    std::vector<double> ext(k_total + 2);
+    std::vector<double>& ext = scratch_a_;
+    ext.resize(k_total + 2);
     ext[0] = lo;
     for (int r = 0; r < k_total; ++r) ext[r + 1] = axis.mu[order[r]];
     ext[k_total + 1] = hi;
-    std::vector<double> s(k_total);
+    std::vector<double>& s = scratch_c_;
+    s.resize(k_total);
     for (int r = 0; r < k_total; ++r) s[r] = std::max(ext[r + 1] - ext[r], ext[r + 2] - ext[r + 1]);
     if (!options_.consider_endpoints && k_total + 2 >= 4) {
       // Without endpoints the outermost kernels ignore the domain edge.
@@ -227,8 +255,8 @@ void ParzenEstimator::BuildWindowIndex() {
   Axis& axis = axes_[0];
   const int k_total = num_kernels();
   n_sorted_ = k_total - (has_prior_ ? 1 : 0);
-  std::vector<std::pair<double, int>> sorted;
-  sorted.reserve(k_total);
+  std::vector<std::pair<double, int>>& sorted = scratch_pairs_;
+  sorted.clear();
   if (static_cast<int>(sorted_order_.size()) == k_total) {
     // The neighbour rule sorted every kernel already; drop the prior.
     for (int k : sorted_order_)
@@ -238,7 +266,8 @@ void ParzenEstimator::BuildWindowIndex() {
     std::sort(sorted.begin(), sorted.end());
   }
   auto permute = [&](std::vector<double>& v) {
-    std::vector<double> out(v.size());
+    std::vector<double>& out = scratch_a_;
+    out.resize(v.size());
     for (int r = 0; r < n_sorted_; ++r) out[r] = v[sorted[r].second];
     for (int k = n_sorted_; k < k_total; ++k) out[k] = v[k];
     v.swap(out);
@@ -280,7 +309,8 @@ void ParzenEstimator::BuildCategoricalAxis(int j, const std::vector<double>& col
   axis.log_miss = std::log(axis.p_miss);
   axis.log_uniform = -std::log(static_cast<double>(c));
   axis.choice.resize(k_total);
-  axis.kernels_of_choice.assign(c, {});
+  axis.kernels_of_choice.resize(c);
+  for (auto& v : axis.kernels_of_choice) v.clear();
   for (int k = 0; k < n; ++k) {
     int idx = static_cast<int>(std::lround(column[k]));
     TUNE_CHECK(idx >= 0 && idx < c);
@@ -300,7 +330,8 @@ void ParzenEstimator::MergeDuplicateKernels() {
   if (dim.kind == ParzenDimension::Kind::kContinuous) return;
   Axis& axis = axes_[0];
   const int k_total = num_kernels();
-  std::vector<int> group(k_total);
+  std::vector<int>& group = scratch_ints_;
+  group.resize(k_total);
   int n_groups = 0;
   if (dim.kind == ParzenDimension::Kind::kCategorical) {
     std::vector<int> id(dim.n_choices + 1, -1);  // choice + 1 -> group
@@ -339,12 +370,13 @@ void ParzenEstimator::MergeDuplicateKernels() {
   }
   if (n_groups == k_total) return;
   std::vector<double> w(n_groups, 0.0);
-  std::vector<int> first(n_groups, -1);
+  std::vector<int> first(n_groups, -1);  // both small: one entry per merged kernel
   for (int k = 0; k < k_total; ++k) {
     w[group[k]] += weights_[k];
     if (first[group[k]] < 0) first[group[k]] = k;
   }
-  Axis merged;
+  Axis& merged = scratch_axis_;
+  ClearAxis(&merged);
   merged.shared_sigma = axis.shared_sigma;
   log_weights_.resize(n_groups);
   weights_ = w;
@@ -359,7 +391,8 @@ void ParzenEstimator::MergeDuplicateKernels() {
     }
   }
   if (dim.kind == ParzenDimension::Kind::kCategorical) {
-    merged.kernels_of_choice.assign(dim.n_choices, {});
+    merged.kernels_of_choice.resize(dim.n_choices);
+    for (auto& v : merged.kernels_of_choice) v.clear();
     for (int g = 0; g < n_groups; ++g)
       if (merged.choice[g] >= 0) merged.kernels_of_choice[merged.choice[g]].push_back(g);
     merged.log_hit = axis.log_hit;
@@ -370,7 +403,7 @@ void ParzenEstimator::MergeDuplicateKernels() {
     for (int g = 0; g < n_groups; ++g)
       merged.base.push_back(merged.choice[g] < 0 ? merged.log_uniform : merged.log_miss);
   }
-  axis = std::move(merged);
+  std::swap(axis, merged);  // keeps both sets of buffers for the next fit
 }
 
 void ParzenEstimator::Sample(std::mt19937_64& rng, int size, std::vector<double>* out) const {

@@ -63,6 +63,13 @@ class ParzenEstimator {
   ParzenEstimator(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
                   const std::vector<double>& weights, const ParzenEstimatorOptions& options,
                   const std::vector<int>* sorted_order = nullptr);
+  // An empty estimator; Fit before use.
+  ParzenEstimator() = default;
+  // Rebuilds the estimator in place (same arguments as the constructor),
+  // reusing its buffers: a sampler refits two estimators per suggestion.
+  void Fit(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
+           const std::vector<double>& weights, const ParzenEstimatorOptions& options,
+           const std::vector<int>* sorted_order = nullptr);
 
   int num_dims() const { return static_cast<int>(dims_.size()); }
   // Number of mixture components after merging identical kernels.
@@ -99,6 +106,7 @@ class ParzenEstimator {
     double mu_lo = 0, mu_hi = 0, sigma_max = 0, c_max = 0;
   };
 
+  static void ClearAxis(Axis* axis);
   void BuildNumericalAxis(int j, const std::vector<double>& column, int n_obs,
                           const std::vector<int>* sorted_order);
   void FinishNumericalAxis(int j);
@@ -119,6 +127,11 @@ class ParzenEstimator {
   int n_sorted_ = 0;
   // One numerical dimension, neighbour rule: kernel indices by centre.
   std::vector<int> sorted_order_;
+  // Scratch buffers of Fit, kept to avoid reallocating on every refit.
+  std::vector<double> scratch_a_, scratch_b_, scratch_c_;
+  std::vector<std::pair<double, int>> scratch_pairs_;
+  std::vector<int> scratch_ints_;
+  Axis scratch_axis_;
 };
 
 }  // namespace tune

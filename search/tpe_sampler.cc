@@ -33,18 +33,6 @@ std::vector<double> DefaultWeights(int n) {
   return w;
 }
 
-// The history, as TPE sees it for one set of parameters.
-struct TpeSampler::Split {
-  int d = 0;
-  // Rows of estimator coordinates, oldest trial first.
-  std::vector<double> below, above;
-  std::vector<double> below_weights, above_weights;
-  // Internal values of every trial in the history that has all parameters
-  // (any state): a suggestion equal to one of these is a duplicate.
-  std::vector<double> taken;
-  // One numerical parameter: the above rows ordered by value (ties by row).
-  std::vector<int> above_order;
-};
 
 TpeSampler::TpeSampler(const TpeSamplerOptions& options) : options_(options), rng_(options.seed) {}
 
@@ -249,9 +237,11 @@ std::vector<std::vector<double>> TpeSampler::RankedCandidates(
   pe.consider_magic_clip = options_.consider_magic_clip;
   pe.consider_endpoints = options_.consider_endpoints;
   pe.multivariate = options_.multivariate;
-  ParzenEstimator l(axes, split.below, split.below_weights, pe);
-  ParzenEstimator g(axes, split.above, split.above_weights, pe,
-                    split.above_order.empty() ? nullptr : &split.above_order);
+  ParzenEstimator& l = below_model_;
+  ParzenEstimator& g = above_model_;
+  l.Fit(axes, split.below, split.below_weights, pe);
+  g.Fit(axes, split.above, split.above_weights, pe,
+        split.above_order.empty() ? nullptr : &split.above_order);
 
   std::vector<double> x;
   l.Sample(rng_, n_candidates, &x);
@@ -287,7 +277,7 @@ ParamMap TpeSampler::SampleRelative(const SearchSpace& relative, const History& 
     dists.push_back(&dist);
     all_discrete = all_discrete && IsDiscrete(dist);
   }
-  Split split;
+  Split& split = split_;
   if (!BuildSplit(names, dists, history, &split, all_discrete)) return {};
   const int d = split.d;
   const size_t n_taken = split.taken.size() / d;
@@ -331,7 +321,7 @@ ParamValue TpeSampler::SampleIndependent(const std::string& name, const Distribu
   auto acceptable = [&](const ParamValue& v) {
     return !discrete || LeavesFreeCompletion(name, v, history);
   };
-  Split split;
+  Split& split = split_;
   ParamValue result;
   bool found = false;
   if (BuildSplit({name}, {&dist}, history, &split, false)) {

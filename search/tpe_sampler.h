@@ -74,7 +74,18 @@ class TpeSampler : public Sampler {
   const TpeSamplerOptions& options() const { return options_; }
 
  private:
-  struct Split;
+  // The history, as TPE sees it for one set of parameters.
+  struct Split {
+    int d = 0;
+    // Rows of estimator coordinates, oldest trial first.
+    std::vector<double> below, above;
+    std::vector<double> below_weights, above_weights;
+    // Internal values of every trial in the history that has all parameters
+    // (any state): a suggestion equal to one of these is a duplicate.
+    std::vector<double> taken;
+    // One numerical parameter: the above rows ordered by value (ties by row).
+    std::vector<int> above_order;
+  };
 
   // Fills `split` from `history` for the parameters `names`; false while in
   // the startup phase.
@@ -135,6 +146,8 @@ class TpeSampler : public Sampler {
   std::map<std::string, Column> columns_;
   // Scratch buffers reused across suggestions.
   std::vector<Scored> scored_;
+  Split split_;
+  ParzenEstimator below_model_, above_model_;  // l(x) and g(x), refitted per suggestion
   std::vector<int> above_index_;
   // The space of the trial being sampled (from RelativeSpace), the values
   // chosen so far for it (univariate mode), and the history trials that
