@@ -159,3 +159,42 @@ TEST_CASE("ParzenEstimator densities sum to one over a discrete domain", "[parze
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST_CASE("windowed one-dimensional log-density equals the full mixture sum", "[parzen]") {
+  // A second, single-choice categorical axis contributes log 1 = 0 but turns
+  // the windowed fast path off: both estimators must agree.
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int n : {30, 300, 3000}) {
+    std::vector<double> obs1, obs2, w = DefaultWeights(n);
+    for (int i = 0; i < n; ++i) {
+      // Clustered observations, as TPE produces them, plus a spread.
+      double x = i % 3 == 0 ? u(rng) : 0.3 + 0.02 * u(rng);
+      obs1.push_back(x);
+      obs2.push_back(x);
+      obs2.push_back(0);
+    }
+    ParzenDimension cont{ParzenDimension::Kind::kContinuous, 0.0, 1.0, 0, 0};
+    ParzenDimension one{ParzenDimension::Kind::kCategorical, 0, 0, 0, 1};
+    ParzenEstimatorOptions o;
+    ParzenEstimator fast({cont}, obs1, w, o), full({cont, one}, obs2, w, o);
+    std::vector<double> x1, x2, lp1, lp2;
+    for (int i = 0; i <= 200; ++i) {
+      x1.push_back(i / 200.0);
+      x2.push_back(i / 200.0);
+      x2.push_back(0);
+    }
+    fast.LogPdf(x1, &lp1);
+    full.LogPdf(x2, &lp2);
+    for (size_t i = 0; i < lp1.size(); ++i) {
+      INFO("n " << n << " x " << x1[i]);
+      CHECK(lp1[i] == Approx(lp2[i]).epsilon(1e-11));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tune
