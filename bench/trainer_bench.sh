@@ -19,7 +19,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 declare -A sizes=(
   [tiny]="--d_model 128 --n_layers 2 --n_heads 4 --seq_len 128 --batch 8 --steps 30 --warmup 3"
-  [small]="--d_model 512 --n_layers 8 --n_heads 8 --seq_len 256 --batch 8 --steps 8 --warmup 2"
+  [small]="--d_model 512 --n_layers 8 --n_heads 8 --seq_len 256 --batch 8 --steps 6 --warmup 1"
 )
 for rep in $(seq 1 "$repeats"); do
   for size in tiny small; do
