@@ -465,11 +465,24 @@ void ParzenEstimator::AddDiscreteLogPdf(int j, const std::vector<double>& x, int
   const bool by_centre = axis.shared_sigma && k_total > 64;
   if (by_centre) {
     centre_id.resize(k_total);
+    // Centres are grid points: index them directly when the grid is small.
+    const int64_t grid = std::llround((dim.high - dim.low) / dim.step) + 1;
+    std::vector<int> by_grid(grid <= 65536 ? static_cast<size_t>(grid) : 0, -1);
     std::unordered_map<double, int> id;
     for (int k = 0; k < k_total; ++k) {
       if (has_prior_ && k == k_total - 1) {
         centre_id[k] = static_cast<int>(representative.size());
         representative.push_back(k);  // the prior has its own width
+        continue;
+      }
+      int64_t g = std::llround((axis.mu[k] - dim.low) / dim.step);
+      if (!by_grid.empty() && g >= 0 && g < grid && axis.mu[k] == dim.low + g * dim.step) {
+        int& slot = by_grid[static_cast<size_t>(g)];
+        if (slot < 0) {
+          slot = static_cast<int>(representative.size());
+          representative.push_back(k);
+        }
+        centre_id[k] = slot;
         continue;
       }
       auto [it, inserted] = id.emplace(axis.mu[k], static_cast<int>(representative.size()));
