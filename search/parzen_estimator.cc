@@ -527,8 +527,8 @@ void ParzenEstimator::LogPdfWindowed(const std::vector<double>& x, std::vector<d
   const int k_total = num_kernels();
   const int m = static_cast<int>(x.size());
   out->assign(m, 0.0);
-  thread_local std::vector<double> terms;  // scratch reused across calls
-  terms.resize(k_total);
+  thread_local std::vector<double> terms;  // scratch reused across calls, never shrunk
+  if (terms.size() < static_cast<size_t>(k_total)) terms.resize(k_total);
   auto term = [&](int k, double v) {
     double z = (v - axis.mu[k]) * axis.inv_sigma[k];
     return log_weights_[k] + axis.log_norm[k] - 0.5 * z * z;
@@ -577,8 +577,8 @@ void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* 
   out->assign(m, 0.0);
   if (m == 0) return;
   // a(k, i): log weight of kernel k plus its log density at row i.
-  thread_local std::vector<double> a;  // scratch reused across calls
-  a.resize(static_cast<size_t>(k_total) * m);
+  thread_local std::vector<double> a;  // scratch reused across calls, never shrunk
+  if (a.size() < static_cast<size_t>(k_total) * m) a.resize(static_cast<size_t>(k_total) * m);
   const ConstArrayMap log_w(log_weights_.data(), k_total);
   for (int i = 0; i < m; ++i) ArrayMap(a.data() + static_cast<size_t>(i) * k_total, k_total) = log_w;
 
@@ -616,7 +616,14 @@ void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* 
       (*out)[i] = mx;
       continue;
     }
-    (*out)[i] = mx + std::log((col - mx).max(-700.0).exp().sum());
+    // Terms more than kSkipMargin below the largest do not change the sum
+    // (see LogPdfWindowed); in a product kernel most are, so skip their exp.
+    double sum = 0;
+    for (int k = 0; k < k_total; ++k) {
+      double t = col[k] - mx;
+      if (t > -kSkipMargin) sum += std::exp(t);
+    }
+    (*out)[i] = mx + std::log(sum);
   }
 }
 
