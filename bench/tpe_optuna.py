@@ -10,6 +10,8 @@ completed random trials on the mixed 6-D space.
   /usr/bin/python3 bench/tpe_optuna.py [quality] [timing] [--seeds 20] [--sizes 100,1000]
 
 Uses Debian's python3-optuna (3.1); prints Markdown tables.
+--normalized-kernels applies the later upstream fix to Optuna 3.1's
+_truncnorm.logpdf (the missing -log(scale) term), which tune's estimator has.
 """
 import argparse
 import math
@@ -157,7 +159,14 @@ def main():
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--sizes", default="100,1000")
+    ap.add_argument("--normalized-kernels", action="store_true")
     args = ap.parse_args()
+    if args.normalized_kernels:
+        from optuna.samplers._tpe import _truncnorm
+        from optuna.samplers._tpe import parzen_estimator as pe
+        upstream = _truncnorm.logpdf
+        pe.truncnorm.logpdf = lambda x, a, b, loc=0, scale=1: (
+            upstream(x, a, b, loc=loc, scale=scale) - np.log(scale))
     print("optuna", optuna.__version__)
     if "quality" in args.what:
         quality(args.seeds, args.trials)
