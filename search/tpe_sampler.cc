@@ -66,7 +66,9 @@ void TpeSampler::SyncHistory(const History& history) {
   // the longest prefix with the same trial ids stay valid.
   size_t common = 0;
   const size_t limit = std::min(ids_.size(), history.size());
-  while (common < limit && ids_[common] == history[common].id) ++common;
+  // Trials without a storage id (id <= 0, e.g. built by hand) are never
+  // trusted: everything from the first one on is recomputed.
+  while (common < limit && history[common].id > 0 && ids_[common] == history[common].id) ++common;
   ids_.resize(history.size());
   for (size_t i = common; i < history.size(); ++i) ids_[i] = history[i].id;
   for (auto& [name, c] : columns_) {

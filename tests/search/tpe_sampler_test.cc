@@ -275,6 +275,16 @@ TEST_CASE("one sampler moved to another history suggests like a fresh one", "[tp
     a.Reseed(556);
     fresh.Reseed(556);
     CHECK(SampleTrial(a, space, prefix) == SampleTrial(fresh, space, prefix));
+    // Trials without ids (id 0) are never served from the cache.
+    History anonymous = hb;
+    for (Trial& t : anonymous) t.id = 0;
+    History anonymous_a = ha;
+    for (Trial& t : anonymous_a) t.id = 0;
+    a.Reseed(557);
+    (void)SampleTrial(a, space, anonymous_a);
+    a.Reseed(558);
+    fresh.Reseed(558);
+    CHECK(SampleTrial(a, space, anonymous) == SampleTrial(fresh, space, anonymous));
   }
 }
 
