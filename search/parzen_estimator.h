@@ -10,8 +10,8 @@
 // neighbours, multivariate mode Scott's rule 0.2 n^(-1/(d+4)) (BOHB), both
 // clipped to [range / min(100, 1 + K), range] by the "magic clip".
 //
-// Immutable after construction; const methods are thread-safe except that
-// Sample advances the caller's rng.
+// Unchanged between Fit calls; const methods are thread-safe (scratch space
+// is per thread) except that Sample advances the caller's rng.
 #pragma once
 
 #include <cstdint>
