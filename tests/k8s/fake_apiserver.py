@@ -77,6 +77,7 @@ RESOURCES = {
 }
 SUBRESOURCES = {("", "v1", "pods/log"): "Pod", ("", "v1", "pods/status"): "Pod",
                 ("batch", "v1", "jobs/status"): "Job"}
+PLURAL_OF = {kind: plural for (_, _, plural), (kind, _, _) in RESOURCES.items()}
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch",
          "update", "watch"]
 
@@ -336,6 +337,7 @@ class Cluster:
         # (plural, namespace, name) -> object
         self.objects = {}
         self.procs = {}  # (namespace, pod name) -> PodProcess
+        self.events = []  # (resourceVersion, type, plural, namespace, object)
         self.job_ports = {}  # job uid -> MASTER_PORT
         self.deny = set(args.deny or [])
         self.node_labels = dict(kv.split("=", 1) for kv in args.node_label)
@@ -360,11 +362,26 @@ class Cluster:
         md.setdefault("generation", 1)
         if ns:
             md["namespace"] = ns
-        self.objects[(plural, ns, md["name"])] = obj
+        key = (plural, ns, md["name"])
+        existed = key in self.objects
+        self.objects[key] = obj
+        self._event("MODIFIED" if existed else "ADDED", plural, obj)
         return obj
 
     def _touch(self, obj):
         obj["metadata"]["resourceVersion"] = self._next_rv()
+        self._event("MODIFIED", PLURAL_OF[obj["kind"]], obj)
+
+    def _remove(self, key):
+        obj = self.objects.pop(key, None)
+        if obj is not None:
+            obj["metadata"]["resourceVersion"] = self._next_rv()
+            self._event("DELETED", key[0], obj)
+
+    def _event(self, etype, plural, obj):
+        """Appends to the event log watches replay from a resourceVersion."""
+        self.events.append((int(obj["metadata"]["resourceVersion"]), etype, plural,
+                            obj["metadata"].get("namespace", ""), copy.deepcopy(public(obj))))
 
     def get(self, plural, group, ns, name):
         with self.lock:
@@ -488,7 +505,7 @@ class Cluster:
                 if policy == "Orphan":
                     for p in pods:
                         p["metadata"].pop("ownerReferences", None)
-                    del self.objects[(plural, ns, name)]
+                    self._remove((plural, ns, name))
                 elif policy == "Foreground":
                     md.setdefault("deletionTimestamp", now_rfc3339())
                     md["deletionGracePeriodSeconds"] = 0
@@ -498,11 +515,11 @@ class Cluster:
                         self._delete_pod(p, grace)
                     self._touch(obj)
                     if not pods:
-                        del self.objects[(plural, ns, name)]
+                        self._remove((plural, ns, name))
                 else:  # Background: the Job goes now, its pods right after
                     for p in pods:
                         self._delete_pod(p, grace)
-                    del self.objects[(plural, ns, name)]
+                    self._remove((plural, ns, name))
                 return copy.deepcopy(obj)
             if plural == "pods":
                 self._delete_pod(obj, grace)
@@ -512,8 +529,8 @@ class Cluster:
                     if key[0] == "pods":
                         self._delete_pod(self.objects[key], grace)
                     else:
-                        del self.objects[key]
-            del self.objects[(plural, ns, name)]
+                        self._remove(key)
+            self._remove((plural, ns, name))
             return copy.deepcopy(obj)
 
     # -- pods -----------------------------------------------------------------
@@ -538,7 +555,7 @@ class Cluster:
                 pass
             proc.term_deadline = time.time() + grace
         else:
-            self.objects.pop(("pods", md["namespace"], md["name"]), None)
+            self._remove(("pods", md["namespace"], md["name"]))
             self.procs.pop(key, None)
         self._touch(pod)
 
@@ -701,7 +718,7 @@ class Cluster:
                 self._touch(pod)
                 changed = True
                 if pod["metadata"].get("deletionTimestamp"):
-                    self.objects.pop(("pods",) + key, None)
+                    self._remove(("pods",) + key)
                     del self.procs[key]
             for (plural, ns, name), pod in list(self.objects.items()):
                 if plural == "pods" and "_pull_failed_at" in pod and not pod["metadata"].get("deletionTimestamp"):
@@ -711,7 +728,7 @@ class Cluster:
                                  message='Back-off pulling image "%s"' % pod["spec"]["containers"][0]["image"])
                         self._touch(pod)
                 if plural == "pods" and pod["metadata"].get("deletionTimestamp") and (ns, name) not in self.procs:
-                    del self.objects[(plural, ns, name)]
+                    self._remove((plural, ns, name))
             for (plural, ns, name), job in list(self.objects.items()):
                 if plural == "jobs":
                     changed |= self._sync_job(job)
@@ -722,7 +739,7 @@ class Cluster:
         pods = self._job_pods(job)
         if md.get("deletionTimestamp"):
             if not pods:
-                self.objects.pop(("jobs", md["namespace"], md["name"]), None)
+                self._remove(("jobs", md["namespace"], md["name"]))
             return True
         finished = any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
                        for c in st.get("conditions", []))
@@ -1077,40 +1094,35 @@ class Handler(BaseHTTPRequestHandler):
                            "the fake API server does not support %s here" % method)
 
     def watch(self, plural, group, version, ns, query):
-        """Streams ADDED/MODIFIED/DELETED events until timeoutSeconds."""
+        """Streams ADDED/MODIFIED/DELETED events after resourceVersion (all
+        current objects as ADDED when it is absent or 0), until
+        timeoutSeconds."""
         c = self.cluster
         label_sel = parse_label_selector(query.get("labelSelector"))
         field_sel = parse_field_selector(query.get("fieldSelector"))
         timeout = float(query.get("timeoutSeconds") or 60)
         deadline = time.time() + min(timeout, self.server.lifetime_left())
+        start_rv = int(query.get("resourceVersion") or 0)
         self.start_stream("application/json")
-        seen = {}
-        if not query.get("resourceVersion") or query.get("resourceVersion") == "0":
-            items, _ = c.list(plural, ns, label_sel, field_sel)
-            for o in items:
-                seen[o["metadata"]["name"]] = o["metadata"]["resourceVersion"]
-                self.chunk(json.dumps({"type": "ADDED", "object": public(o)}).encode() + b"\n")
-        else:
-            items, _ = c.list(plural, ns, label_sel, field_sel)
-            seen = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in items}
+        with c.lock:
+            if start_rv == 0:
+                items, _ = c.list(plural, ns, label_sel, field_sel)
+                pos = len(c.events)
+            else:
+                items = []
+                pos = next((i for i, e in enumerate(c.events) if e[0] > start_rv), len(c.events))
+        for o in items:
+            self.chunk(json.dumps({"type": "ADDED", "object": public(o)}).encode() + b"\n")
         while time.time() < deadline and not self.server.stopping:
+            with c.lock:
+                new, pos = c.events[pos:], len(c.events)
+            for _, etype, p, n, obj in new:
+                if p != plural or (ns is not None and n != ns):
+                    continue
+                if not (label_sel(obj["metadata"].get("labels", {})) and field_sel(obj)):
+                    continue
+                self.chunk(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
             time.sleep(0.05)
-            items, _ = c.list(plural, ns, label_sel, field_sel)
-            now = {o["metadata"]["name"]: o for o in items}
-            for n, o in now.items():
-                if n not in seen:
-                    self.chunk(json.dumps({"type": "ADDED", "object": public(o)}).encode() + b"\n")
-                elif seen[n] != o["metadata"]["resourceVersion"]:
-                    self.chunk(json.dumps({"type": "MODIFIED", "object": public(o)}).encode() + b"\n")
-            for n in list(seen):
-                if n not in now:
-                    gone = {"apiVersion": api_version(group, version),
-                            "kind": RESOURCES[(group, version, plural)][0],
-                            "metadata": {"name": n, "resourceVersion": str(c.rv)}}
-                    if ns:
-                        gone["metadata"]["namespace"] = ns
-                    self.chunk(json.dumps({"type": "DELETED", "object": gone}).encode() + b"\n")
-            seen = {n: o["metadata"]["resourceVersion"] for n, o in now.items()}
         self.end_stream()
 
     def serve_log(self, ns, name, query):
