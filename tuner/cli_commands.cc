@@ -18,6 +18,7 @@
 #include "tuner/tuner.h"
 
 #ifdef TUNE_HAVE_K8S
+#include "k8s/kubernetes_backend.h"
 #include "k8s/render.h"
 #endif
 
@@ -120,6 +121,17 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   auto backend = MakeBackend(spec, "");
   if (!backend.ok()) return Fail(err, backend.status());
 
+#ifdef TUNE_HAVE_K8S
+  // On resume, interrupted trials run again as new attempts (new Job
+  // names): delete whatever the interrupted run left in the cluster first.
+  if (args.resume) {
+    if (auto* k8s = dynamic_cast<KubernetesBackend*>(backend->get())) {
+      if (Status st = k8s->Preflight(); !st.ok()) return Fail(err, st, kExitFailed);
+      auto cleaned = k8s->AdoptOrClean({});
+      if (!cleaned.ok()) return Fail(err, cleaned.status(), kExitFailed);
+    }
+  }
+#endif
   std::unique_ptr<ProgressSink> progress =
       args.terminal ? MakeTerminalProgress(out, spec.objective.metric) : MakeLogProgress(out, spec.objective.metric);
 
