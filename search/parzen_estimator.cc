@@ -108,6 +108,8 @@ void ParzenEstimator::ClearAxis(Axis* axis) {
   axis->inv_sigma.clear();
   axis->log_norm.clear();
   axis->shared_sigma = false;
+  axis->centre_of.clear();
+  axis->centre_kernel.clear();
   axis->choice.clear();
   for (auto& v : axis->kernels_of_choice) v.clear();
   axis->base.clear();
@@ -135,11 +137,9 @@ void ParzenEstimator::Fit(std::vector<ParzenDimension> dims, const std::vector<d
   TUNE_CHECK(total > 0);
   weights_.resize(k_total);
   log_weights_.resize(k_total);
-  for (int k = 0; k < k_total; ++k) {
-    weights_[k] = w[k] / total;
-    // Optuna's weights repeat (the flat tail of the ramp): reuse the log.
-    log_weights_[k] = k > 0 && w[k] == w[k - 1] ? log_weights_[k - 1] : std::log(weights_[k]);
-  }
+  for (int k = 0; k < k_total; ++k) weights_[k] = w[k] / total;
+  // Vectorised: the above model has a log weight per trial.
+  ArrayMap(log_weights_.data(), k_total) = ConstArrayMap(weights_.data(), k_total).log();
 
   axes_.resize(d);
   for (Axis& axis : axes_) ClearAxis(&axis);
@@ -157,6 +157,15 @@ void ParzenEstimator::Fit(std::vector<ParzenDimension> dims, const std::vector<d
   for (int j = 0; j < d; ++j)
     if (dims_[j].kind != ParzenDimension::Kind::kCategorical) FinishNumericalAxis(j);
   if (d == 1 && dims_[0].kind == ParzenDimension::Kind::kContinuous) BuildWindowIndex();
+  if (blocks_.empty()) {
+    const int k_merged = num_kernels();
+    const_term_.assign(log_weights_.begin(), log_weights_.end());
+    for (int j = 0; j < d; ++j) {
+      const std::vector<double>& c =
+          dims_[j].kind == ParzenDimension::Kind::kCategorical ? axes_[j].base : axes_[j].log_norm;
+      ArrayMap(const_term_.data(), k_merged) += ConstArrayMap(c.data(), k_merged);
+    }
+  }
 
   cum_weights_.resize(weights_.size());
   double acc = 0;
@@ -235,6 +244,19 @@ void ParzenEstimator::FinishNumericalAxis(int j) {
   axis.inv_sigma.resize(k_total);
   axis.log_norm.resize(k_total);
   const bool continuous = dim.kind == ParzenDimension::Kind::kContinuous;
+  if (!continuous && axis.shared_sigma && k_total > 64) {
+    // One normaliser per distinct centre (a few grid points).
+    IndexDiscreteCentres(j);
+    for (int k : axis.centre_kernel) {
+      double inv = 1.0 / axis.sigma[k];
+      axis.log_norm[k] = -truncnorm::LogGaussMass((lo - axis.mu[k]) * inv, (hi - axis.mu[k]) * inv);
+    }
+    for (size_t k = 0; k < k_total; ++k) {
+      axis.inv_sigma[k] = 1.0 / axis.sigma[k];
+      axis.log_norm[k] = axis.log_norm[axis.centre_kernel[axis.centre_of[k]]];
+    }
+    return;
+  }
   double last_sigma = -1, log_sigma = 0;  // most widths repeat (clip, Scott)
   for (size_t k = 0; k < k_total; ++k) {
     double inv = 1.0 / axis.sigma[k];
@@ -245,6 +267,42 @@ void ParzenEstimator::FinishNumericalAxis(int j) {
       log_sigma = std::log(last_sigma);
     }
     axis.log_norm[k] = continuous ? -log_sigma - kLogSqrt2Pi - log_z : -log_z;
+  }
+}
+
+// Groups the kernels of discrete axis j (shared sigma) by centre; a kernel
+// of another width (the prior) gets an entry of its own.
+void ParzenEstimator::IndexDiscreteCentres(int j) {
+  const ParzenDimension& dim = dims_[j];
+  Axis& axis = axes_[j];
+  const int k_total = static_cast<int>(axis.mu.size());
+  axis.centre_of.resize(k_total);
+  axis.centre_kernel.clear();
+  const double shared = axis.sigma[0];
+  // Centres are grid points: index them directly when the grid is small.
+  const int64_t grid = std::llround((dim.high - dim.low) / dim.step) + 1;
+  std::vector<int>& by_grid = scratch_grid_;
+  by_grid.assign(grid <= 65536 ? static_cast<size_t>(grid) : 0, -1);
+  std::unordered_map<double, int> other;
+  for (int k = 0; k < k_total; ++k) {
+    const int next = static_cast<int>(axis.centre_kernel.size());
+    if (axis.sigma[k] != shared) {
+      axis.centre_of[k] = next;
+      axis.centre_kernel.push_back(k);
+      continue;
+    }
+    int64_t g = std::llround((axis.mu[k] - dim.low) / dim.step);
+    int* slot;
+    if (!by_grid.empty() && g >= 0 && g < grid && axis.mu[k] == dim.low + g * dim.step) {
+      slot = &by_grid[static_cast<size_t>(g)];
+    } else {
+      slot = &other.emplace(axis.mu[k], -1).first->second;
+    }
+    if (*slot < 0) {
+      *slot = next;
+      axis.centre_kernel.push_back(k);
+    }
+    axis.centre_of[k] = *slot;
   }
 }
 
@@ -444,80 +502,6 @@ void ParzenEstimator::Sample(std::mt19937_64& rng, int size, std::vector<double>
   }
 }
 
-void ParzenEstimator::AddDiscreteLogPdf(int j, const std::vector<double>& x, int m,
-                                        double* a) const {
-  const ParzenDimension& dim = dims_[j];
-  const Axis& axis = axes_[j];
-  const int d = num_dims();
-  const int k_total = num_kernels();
-  const double lo = LowerEdge(dim), hi = UpperEdge(dim);
-  // log of kernel k's mass on the cell of value v.
-  auto kernel_log_mass = [&](int k, double v) {
-    double cell_lo = std::max(v - 0.5 * dim.step, lo), cell_hi = std::min(v + 0.5 * dim.step, hi);
-    return truncnorm::LogGaussMass((cell_lo - axis.mu[k]) * axis.inv_sigma[k],
-                                   (cell_hi - axis.mu[k]) * axis.inv_sigma[k]) +
-           axis.log_norm[k];
-  };
-  // With one shared bandwidth, a kernel's term depends only on its grid
-  // point: compute it once per distinct centre.
-  std::vector<int> centre_id;
-  std::vector<int> representative;
-  const bool by_centre = axis.shared_sigma && k_total > 64;
-  if (by_centre) {
-    centre_id.resize(k_total);
-    // Centres are grid points: index them directly when the grid is small.
-    const int64_t grid = std::llround((dim.high - dim.low) / dim.step) + 1;
-    std::vector<int> by_grid(grid <= 65536 ? static_cast<size_t>(grid) : 0, -1);
-    std::unordered_map<double, int> id;
-    for (int k = 0; k < k_total; ++k) {
-      if (has_prior_ && k == k_total - 1) {
-        centre_id[k] = static_cast<int>(representative.size());
-        representative.push_back(k);  // the prior has its own width
-        continue;
-      }
-      int64_t g = std::llround((axis.mu[k] - dim.low) / dim.step);
-      if (!by_grid.empty() && g >= 0 && g < grid && axis.mu[k] == dim.low + g * dim.step) {
-        int& slot = by_grid[static_cast<size_t>(g)];
-        if (slot < 0) {
-          slot = static_cast<int>(representative.size());
-          representative.push_back(k);
-        }
-        centre_id[k] = slot;
-        continue;
-      }
-      auto [it, inserted] = id.emplace(axis.mu[k], static_cast<int>(representative.size()));
-      if (inserted) representative.push_back(k);
-      centre_id[k] = it->second;
-    }
-  }
-  std::vector<double> values, per_centre;
-  std::vector<std::pair<double, int>> seen;  // distinct x values, in order of first use
-  for (int i = 0; i < m; ++i) {
-    double v = x[static_cast<size_t>(i) * d + j];
-    double* col = a + static_cast<size_t>(i) * k_total;
-    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == v; });
-    if (it != seen.end()) {
-      // Reuse the cached term vector of this value.
-      const double* cached = values.data() + static_cast<size_t>(it - seen.begin()) * k_total;
-      ArrayMap(col, k_total) += ConstArrayMap(cached, k_total);
-      continue;
-    }
-    size_t base = values.size();
-    values.resize(base + k_total);
-    double* term = values.data() + base;
-    if (by_centre) {
-      per_centre.resize(representative.size());
-      for (size_t c = 0; c < representative.size(); ++c)
-        per_centre[c] = kernel_log_mass(representative[c], v);
-      for (int k = 0; k < k_total; ++k) term[k] = per_centre[centre_id[k]];
-    } else {
-      for (int k = 0; k < k_total; ++k) term[k] = kernel_log_mass(k, v);
-    }
-    seen.emplace_back(v, i);
-    ArrayMap(col, k_total) += ConstArrayMap(term, k_total);
-  }
-}
-
 // Terms more than kSkipMargin below the largest one change the log-sum-exp
 // by less than K e^-40 (< 1e-13 relative for a million kernels).
 constexpr double kSkipMargin = 40;
@@ -567,64 +551,104 @@ void ParzenEstimator::LogPdfWindowed(const std::vector<double>& x, std::vector<d
 }
 
 void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* out) const {
-  if (!blocks_.empty()) {
+  if (blocks_.empty()) {
+    LogPdfProduct(x, out);
+  } else {
     LogPdfWindowed(x, out);
-    return;
   }
+}
+
+// Kernels in chunks that stay in L1 while every point visits them; per point
+// a streaming log-sum-exp (running maximum, sum rescaled when it grows).
+void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<double>* out) const {
   const int d = num_dims();
   const int m = d == 0 ? 0 : static_cast<int>(x.size()) / d;
   const int k_total = num_kernels();
   out->assign(m, 0.0);
   if (m == 0) return;
-  // a(k, i): log weight of kernel k plus its log density at row i.
-  thread_local std::vector<double> a;  // scratch reused across calls, never shrunk
-  if (a.size() < static_cast<size_t>(k_total) * m) a.resize(static_cast<size_t>(k_total) * m);
-  const ConstArrayMap log_w(log_weights_.data(), k_total);
-  for (int i = 0; i < m; ++i) ArrayMap(a.data() + static_cast<size_t>(i) * k_total, k_total) = log_w;
-
-  for (int j = 0; j < d; ++j) {
-    const ParzenDimension& dim = dims_[j];
-    const Axis& axis = axes_[j];
-    if (dim.kind == ParzenDimension::Kind::kDiscrete) {
-      AddDiscreteLogPdf(j, x, m, a.data());
-      continue;
-    }
-    if (dim.kind == ParzenDimension::Kind::kContinuous) {
-      const ConstArrayMap mu(axis.mu.data(), k_total), inv(axis.inv_sigma.data(), k_total),
-          norm(axis.log_norm.data(), k_total);
-      for (int i = 0; i < m; ++i) {
-        double v = x[static_cast<size_t>(i) * d + j];
-        ArrayMap col(a.data() + static_cast<size_t>(i) * k_total, k_total);
-        col += norm - 0.5 * ((v - mu) * inv).square();
-      }
-      continue;
-    }
-    // Categorical: the miss term everywhere, then the hit kernels fixed up.
-    const double delta = axis.log_hit - axis.log_miss;
-    for (int i = 0; i < m; ++i) {
-      int c = static_cast<int>(std::lround(x[static_cast<size_t>(i) * d + j]));
-      double* col = a.data() + static_cast<size_t>(i) * k_total;
-      ArrayMap(col, k_total) += ConstArrayMap(axis.base.data(), k_total);
-      if (c >= 0 && c < dim.n_choices)
-        for (int k : axis.kernels_of_choice[c]) col[k] += delta;
-    }
-  }
+  // Scratch reused across calls, never shrunk.
+  thread_local std::vector<double> tables, mx, sum, t;
+  thread_local std::vector<size_t> table_at;
+  // Discrete axes with a centre index: per point, the log mass of its cell
+  // under each distinct centre.
+  tables.clear();
+  table_at.assign(static_cast<size_t>(m) * d, 0);
   for (int i = 0; i < m; ++i) {
-    ConstArrayMap col(a.data() + static_cast<size_t>(i) * k_total, k_total);
-    double mx = col.maxCoeff();
-    if (!std::isfinite(mx)) {
-      (*out)[i] = mx;
-      continue;
+    for (int j = 0; j < d; ++j) {
+      const ParzenDimension& dim = dims_[j];
+      const Axis& axis = axes_[j];
+      if (dim.kind != ParzenDimension::Kind::kDiscrete || axis.centre_of.empty()) continue;
+      const double v = x[static_cast<size_t>(i) * d + j];
+      const double lo = LowerEdge(dim), hi = UpperEdge(dim);
+      const double cell_lo = std::max(v - 0.5 * dim.step, lo), cell_hi = std::min(v + 0.5 * dim.step, hi);
+      table_at[static_cast<size_t>(i) * d + j] = tables.size();
+      for (int k : axis.centre_kernel)
+        tables.push_back(truncnorm::LogGaussMass((cell_lo - axis.mu[k]) * axis.inv_sigma[k],
+                                                 (cell_hi - axis.mu[k]) * axis.inv_sigma[k]));
     }
-    // Terms more than kSkipMargin below the largest do not change the sum
-    // (see LogPdfWindowed); in a product kernel most are, so skip their exp.
-    double sum = 0;
-    for (int k = 0; k < k_total; ++k) {
-      double t = col[k] - mx;
-      if (t > -kSkipMargin) sum += std::exp(t);
-    }
-    (*out)[i] = mx + std::log(sum);
   }
+  constexpr int kChunk = 256;
+  constexpr int kMaxLookup = 64;  // categorical axes up to this many choices use a table
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  mx.assign(m, kNegInf);
+  sum.assign(m, 0.0);
+  if (t.size() < kChunk) t.resize(kChunk);
+  for (int b = 0; b < k_total; b += kChunk) {
+    const int len = std::min(kChunk, k_total - b);
+    for (int i = 0; i < m; ++i) {
+      const double* xi = x.data() + static_cast<size_t>(i) * d;
+      ArrayMap tt(t.data(), len);
+      tt = ConstArrayMap(const_term_.data() + b, len);
+      for (int j = 0; j < d; ++j) {
+        const ParzenDimension& dim = dims_[j];
+        const Axis& axis = axes_[j];
+        const double v = xi[j];
+        if (dim.kind == ParzenDimension::Kind::kContinuous) {
+          const ConstArrayMap mu(axis.mu.data() + b, len), inv(axis.inv_sigma.data() + b, len);
+          tt -= 0.5 * ((v - mu) * inv).square();
+        } else if (dim.kind == ParzenDimension::Kind::kDiscrete) {
+          if (!axis.centre_of.empty()) {
+            const double* table = tables.data() + table_at[static_cast<size_t>(i) * d + j];
+            const int* centre = axis.centre_of.data() + b;
+            for (int k = 0; k < len; ++k) t[k] += table[centre[k]];
+          } else {
+            const double lo = LowerEdge(dim), hi = UpperEdge(dim);
+            const double cell_lo = std::max(v - 0.5 * dim.step, lo);
+            const double cell_hi = std::min(v + 0.5 * dim.step, hi);
+            for (int k = 0; k < len; ++k) {
+              const double mu = axis.mu[b + k], inv = axis.inv_sigma[b + k];
+              t[k] += truncnorm::LogGaussMass((cell_lo - mu) * inv, (cell_hi - mu) * inv);
+            }
+          }
+        } else {
+          // Categorical: the base term is in const_term_; add the hits.
+          const int c = static_cast<int>(std::lround(v));
+          if (c < 0 || c >= dim.n_choices) continue;
+          // A lookup by choice (the prior's -1 included) keeps the loop
+          // free of data-dependent branches.
+          double hit[kMaxLookup + 1] = {};
+          if (dim.n_choices > kMaxLookup) {
+            const double delta = axis.log_hit - axis.log_miss;
+            for (int k = 0; k < len; ++k) t[k] += axis.choice[b + k] == c ? delta : 0.0;
+            continue;
+          }
+          hit[c + 1] = axis.log_hit - axis.log_miss;
+          const int* choice = axis.choice.data() + b;
+          for (int k = 0; k < len; ++k) t[k] += hit[choice[k] + 1];
+        }
+      }
+      const double chunk_max = tt.maxCoeff();
+      if (chunk_max > mx[i]) {
+        sum[i] *= std::exp(mx[i] - chunk_max);  // 0 * exp(-inf) = 0 on the first chunk
+        mx[i] = chunk_max;
+      }
+      if (!std::isfinite(mx[i])) continue;
+      // Clamping at -700 keeps exp() off its slow underflow path; such terms
+      // are below 1e-304 of the largest and do not change the sum.
+      sum[i] += (tt - mx[i]).max(-700.0).exp().sum();
+    }
+  }
+  for (int i = 0; i < m; ++i) (*out)[i] = std::isfinite(mx[i]) ? mx[i] + std::log(sum[i]) : mx[i];
 }
 
 }  // namespace tune

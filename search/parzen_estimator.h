@@ -92,6 +92,10 @@ class ParzenEstimator {
     // Z_k is the kernel's mass on the (extended) domain.
     std::vector<double> log_norm;
     bool shared_sigma = false;  // every non-prior kernel has the same sigma
+    // Discrete with a shared sigma: a kernel's cell masses depend only on its
+    // centre. centre_of[k] indexes centre_kernel, one kernel per distinct
+    // centre (the prior, with its own width, is its own entry).
+    std::vector<int> centre_of, centre_kernel;
     // Categorical kernels: the observed index, or -1 for the prior kernel.
     std::vector<int> choice;
     std::vector<std::vector<int>> kernels_of_choice;  // choice -> kernels
@@ -113,13 +117,17 @@ class ParzenEstimator {
   void BuildCategoricalAxis(int j, const std::vector<double>& column, int n_obs);
   void MergeDuplicateKernels();
   void BuildWindowIndex();
-  void AddDiscreteLogPdf(int j, const std::vector<double>& x, int m, double* a) const;
+  void IndexDiscreteCentres(int j);
+  void LogPdfProduct(const std::vector<double>& x, std::vector<double>* out) const;
   void LogPdfWindowed(const std::vector<double>& x, std::vector<double>* out) const;
 
   std::vector<ParzenDimension> dims_;
   ParzenEstimatorOptions options_;
   bool has_prior_ = false;
   std::vector<double> weights_, log_weights_, cum_weights_;
+  // Product path (no blocks_): per kernel, every term that does not depend
+  // on the point: log weight, numerical normalisers, categorical base.
+  std::vector<double> const_term_;
   std::vector<Axis> axes_;
   // One continuous dimension: kernels sorted by centre (the prior, if any,
   // stays last) in blocks, so LogPdf evaluates only the kernels that matter.
@@ -130,7 +138,7 @@ class ParzenEstimator {
   // Scratch buffers of Fit, kept to avoid reallocating on every refit.
   std::vector<double> scratch_a_, scratch_b_, scratch_c_;
   std::vector<std::pair<double, int>> scratch_pairs_;
-  std::vector<int> scratch_ints_;
+  std::vector<int> scratch_ints_, scratch_grid_;
   Axis scratch_axis_;
 };
 
