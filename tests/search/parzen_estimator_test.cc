@@ -198,3 +198,45 @@ TEST_CASE("windowed one-dimensional log-density equals the full mixture sum", "[
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST_CASE("product log-density with many kernels still sums to one over a discrete domain",
+          "[parzen]") {
+  // 300 kernels: several L1 chunks of the streaming log-sum-exp, and the
+  // per-centre index of discrete axes with a shared (Scott) bandwidth.
+  std::vector<ParzenDimension> axes(3);
+  axes[0] = {ParzenDimension::Kind::kDiscrete, 0.0, 1.0, 0.25, 0};
+  axes[1] = {ParzenDimension::Kind::kCategorical, 0, 0, 0, 4};
+  axes[2] = {ParzenDimension::Kind::kDiscrete, 1.0, 8.0, 1.0, 0};
+  std::mt19937_64 rng(3);
+  std::vector<double> obs;
+  const int n = 300;
+  for (int i = 0; i < n; ++i) {
+    obs.push_back(0.25 * static_cast<double>(rng() % 5));
+    obs.push_back(static_cast<double>(rng() % 4));
+    obs.push_back(1.0 + static_cast<double>(rng() % 8));
+  }
+  for (bool multivariate : {false, true}) {
+    ParzenEstimatorOptions o;
+    o.multivariate = multivariate;
+    ParzenEstimator pe(axes, obs, DefaultWeights(n), o);
+    std::vector<double> all;
+    for (int a = 0; a <= 4; ++a)
+      for (int c = 0; c < 4; ++c)
+        for (int v = 1; v <= 8; ++v) {
+          all.push_back(0.25 * a);
+          all.push_back(c);
+          all.push_back(v);
+        }
+    std::vector<double> lp;
+    pe.LogPdf(all, &lp);
+    double total = 0;
+    for (double v : lp) total += std::exp(v);
+    CHECK(total == Approx(1.0).epsilon(1e-12));
+  }
+}
+
+}  // namespace
+}  // namespace tune
