@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <ATen/Parallel.h>
 
@@ -32,6 +34,37 @@ std::string MappedBlas() {
   return "";
 }
 
+// libgomp spin-waits up to GOMP_SPINCOUNT (default 300000) iterations at
+// every barrier before sleeping. With more runnable threads than free cores
+// (other trials, compilers) a spinning worker takes the core its own master
+// needs, and each of the hundreds of parallel regions per step can cost a
+// time slice: measured 10x fewer tokens/s on the shared 2-core machine
+// (bench/RESULTS.md). libgomp reads its environment once, when it is loaded,
+// so the only way to change the policy is to run the program again with
+// OMP_WAIT_POLICY=PASSIVE. Returns only when it does not re-execute.
+void ReexecWithPassiveOpenMpWait() {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (std::getenv("TUNE_OMP_REEXEC") != nullptr) return;  // never loop
+  if (dlsym(RTLD_DEFAULT, "GOMP_parallel") == nullptr) return;  // not libgomp
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (cmdline.empty()) return;
+  std::vector<std::string> args;
+  for (size_t pos = 0; pos < cmdline.size();) {
+    size_t end = cmdline.find('\0', pos);
+    if (end == std::string::npos) end = cmdline.size();
+    args.push_back(cmdline.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  setenv("TUNE_OMP_REEXEC", "1", 1);
+  execv("/proc/self/exe", argv.data());
+  unsetenv("OMP_WAIT_POLICY");  // exec failed: carry on with spinning threads
+}
+
 }  // namespace
 
 int ConfigureThreads(int requested) {
@@ -41,6 +74,7 @@ int ConfigureThreads(int requested) {
     if (env != nullptr) n = std::atoi(env);
   }
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n > 1) ReexecWithPassiveOpenMpWait();
   at::set_num_threads(n);
   if (auto set = reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(n);
   return at::get_num_threads();
@@ -68,6 +102,8 @@ std::string DescribeRuntime() {
   }
   out += "; torch runs " + std::to_string(at::get_num_threads()) + " intra-op threads on " +
          std::to_string(std::thread::hardware_concurrency()) + " cores";
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  out += std::string(", OpenMP wait policy ") + (policy ? policy : "default (spinning)");
   return out;
 }
 
