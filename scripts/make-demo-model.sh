@@ -3,7 +3,7 @@
 # download; later runs are no-ops while the output is complete and its inputs
 # (this script, the demo data) are unchanged.
 #
-#   scripts/make-demo-model.sh [--out DIR] [--data DIR] [--lora-train PATH] [--steps N] [--force]
+#   scripts/make-demo-model.sh [--out DIR] [--data DIR] [--lora-train PATH] [--steps N] [--threads N] [--force]
 #
 # 1. scripts/make-demo-data.sh: data/corpus.txt, train/eval.jsonl and the
 #    byte-level BPE tokenizer.json (bpe_train), cached itself;
@@ -21,6 +21,7 @@ out="$root/models/tiny"
 data="$root/data"
 lora_train="${LORA_TRAIN:-$root/build/bin/lora_train}"
 steps=600
+threads=$(nproc)
 force=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,6 +29,7 @@ while [ $# -gt 0 ]; do
     --data) data="$2"; shift 2 ;;
     --lora-train) lora_train="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
     --force) force=1; shift ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "make-demo-model.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -73,7 +75,7 @@ start=$(date +%s)
 rm -f "$tmp/init_config.json"
 "$lora_train" pretrain --base "$tmp" --corpus "$data/corpus.txt" --max-steps "$steps" \
   --lr 3e-3 --warmup-steps 30 --batch-size 16 --seq-len 128 --eval-every 200 --log-every 50 \
-  --weight-decay 0.01 --seed 7 --threads "$(nproc)" --eval-max-examples 128 --no-auto-resume
+  --weight-decay 0.01 --seed 7 --threads "$threads" --eval-max-examples 128 --no-auto-resume
 echo "$key" > "$tmp/.stamp"
 rm -rf "$out"
 mv "$tmp" "$out"

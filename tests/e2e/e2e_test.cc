@@ -17,43 +17,12 @@
 #include <string>
 #include <thread>
 
+#include "tests/e2e/e2e_util.h"
+
 namespace {
 
-namespace fs = std::filesystem;
+using namespace tune::e2e;
 using nlohmann::json;
-
-const std::string kBin = TUNE_BIN_DIR;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tune_e2e_XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-struct Output {
-  int code = -1;
-  std::string out;
-};
-
-// Runs a shell command line, capturing stdout (stderr goes to a file whose
-// text is appended to `out` after a marker, for failure messages).
-Output Sh(const std::string& cmd) {
-  Output o;
-  std::string full = cmd + " 2>&1";
-  FILE* p = popen(full.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.out.append(buf, n);
-  int st = pclose(p);
-  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return o;
-}
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
 json SyntheticSpec(const std::string& name, int max_trials, int concurrent, int steps, int sleep_ms) {
   json spec = {
@@ -79,25 +48,6 @@ fs::path Write(const fs::path& dir, const json& spec) {
   fs::path p = dir / (spec["name"].get<std::string>() + ".json");
   std::ofstream(p) << spec.dump(2);
   return p;
-}
-
-std::string Tune(const std::string& args) { return Quote(kBin + "/tune") + " " + args; }
-
-// Number of live processes whose command line contains `needle`.
-int CountProcesses(const std::string& needle) {
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::string pid = e.path().filename();
-    if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
-    std::ifstream f(e.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    std::ifstream s(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
-    auto close = stat.rfind(')');
-    bool zombie = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-    if (!zombie && cmd.find(needle) != std::string::npos) ++n;
-  }
-  return n;
 }
 
 TEST_CASE("tune run runs concurrent real trials; tune best reproduces the best one", "[e2e]") {

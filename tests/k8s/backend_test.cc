@@ -313,10 +313,11 @@ TEST_CASE("Preflight reports what is missing, once and clearly", "[k8s][backend]
 TEST_CASE("resume adopts running Jobs and cleans up the rest", "[k8s][backend][resume]") {
   FakeCluster cluster;
   const std::string exp = "e2e-resume";
-  // What a tuner that crashed left behind: trial 1 running, trial 2 running
-  // but no longer wanted, trial 3 finished.
+  // What a tuner that crashed left behind: trial 1 running (8 s, so that it
+  // is still running when adopted on a loaded machine), trial 2 running but
+  // no longer wanted, trial 3 finished.
   std::map<TrialId, LaunchSpec> left = {
-      {1, Synthetic(exp, 1, {"--steps", "40", "--report-every", "10", "--sleep-ms", "50"})},
+      {1, Synthetic(exp, 1, {"--steps", "40", "--report-every", "10", "--sleep-ms", "200"})},
       {2, Synthetic(exp, 2, {"--steps", "2000", "--sleep-ms", "10"})},
       {3, Synthetic(exp, 3, {"--steps", "1"})}};
   Kubectl kubectl = cluster.Cli();
