@@ -242,7 +242,10 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
   }
   if (start_step >= o.max_steps && !eval.empty()) {  // resumed a finished run: report again
     TUNE_ASSIGN_OR_RETURN(double el, Evaluate(model, eval, o.batch_size, pad_id, dist));
-    emit(o.max_steps, std::nan(""), el, LearningRate(kind, o.lr, o.max_steps - 1, o.warmup_steps, o.max_steps), 0.0);
+    // --max-steps 0 reports the base model's eval loss (lr 0: no step taken).
+    const double last_lr =
+        o.max_steps > 0 ? LearningRate(kind, o.lr, o.max_steps - 1, o.warmup_steps, o.max_steps) : 0.0;
+    emit(o.max_steps, std::nan(""), el, last_lr, 0.0);
   }
   if (dist.is_main()) TUNE_RETURN_IF_ERROR(hooks.write_final(output));
   if (world > 1) TUNE_RETURN_IF_ERROR(dist.Barrier());
