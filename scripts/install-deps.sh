@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # The one installer of system packages (Debian). Idempotent: quiet and fast
-# when everything is already there. Usage: scripts/install-deps.sh [--no-torch]
+# when everything is already there.
+# Usage: scripts/install-deps.sh [--no-torch] [--bench]
+#   --bench  also the Python peers the benchmarks run side by side
+#            (python3-torch for bench/lora_ref.py, python3-optuna for
+#            bench/tpe_optuna.py and bench/asha_optuna.py); not needed by
+#            the build, the demo or the tests
 set -euo pipefail
 
 want_torch=1
+want_bench=0
 for a in "$@"; do
   case "$a" in
     --no-torch) want_torch=0 ;;
+    --bench) want_bench=1 ;;
     *) echo "install-deps.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -23,6 +30,9 @@ if [ "$want_torch" = 1 ]; then
   # corpora for the demo data set.
   pkgs+=(libtorch-dev libgloo-dev libopenblas0-openmp libopenblas-openmp-dev
          libpcre2-dev libutf8proc-dev fortunes wordnet-base)
+fi
+if [ "$want_bench" = 1 ]; then
+  pkgs+=(python3-torch python3-optuna)
 fi
 
 missing=()
