@@ -559,7 +559,8 @@ void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* 
 }
 
 // Kernels in chunks that stay in L1 while every point visits them; per point
-// a streaming log-sum-exp (running maximum, sum rescaled when it grows).
+// a streaming log-sum-exp (running maximum, sum rescaled when it grows) that
+// skips terms more than kSkipMargin below the running maximum.
 void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<double>* out) const {
   const int d = num_dims();
   const int m = d == 0 ? 0 : static_cast<int>(x.size()) / d;
@@ -567,7 +568,7 @@ void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<do
   out->assign(m, 0.0);
   if (m == 0) return;
   // Scratch reused across calls, never shrunk.
-  thread_local std::vector<double> tables, mx, sum, t;
+  thread_local std::vector<double> tables, mx, sum, t, kept;
   thread_local std::vector<size_t> table_at;
   // Discrete axes with a centre index: per point, the log mass of its cell
   // under each distinct centre.
@@ -593,6 +594,7 @@ void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<do
   mx.assign(m, kNegInf);
   sum.assign(m, 0.0);
   if (t.size() < kChunk) t.resize(kChunk);
+  if (kept.size() < kChunk) kept.resize(kChunk);
   for (int b = 0; b < k_total; b += kChunk) {
     const int len = std::min(kChunk, k_total - b);
     for (int i = 0; i < m; ++i) {
@@ -626,12 +628,13 @@ void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<do
           if (c < 0 || c >= dim.n_choices) continue;
           // A lookup by choice (the prior's -1 included) keeps the loop
           // free of data-dependent branches.
-          double hit[kMaxLookup + 1] = {};
           if (dim.n_choices > kMaxLookup) {
             const double delta = axis.log_hit - axis.log_miss;
             for (int k = 0; k < len; ++k) t[k] += axis.choice[b + k] == c ? delta : 0.0;
             continue;
           }
+          double hit[kMaxLookup + 1];
+          std::fill_n(hit, dim.n_choices + 1, 0.0);
           hit[c + 1] = axis.log_hit - axis.log_miss;
           const int* choice = axis.choice.data() + b;
           for (int k = 0; k < len; ++k) t[k] += hit[choice[k] + 1];
@@ -643,9 +646,16 @@ void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<do
         mx[i] = chunk_max;
       }
       if (!std::isfinite(mx[i])) continue;
-      // Clamping at -700 keeps exp() off its slow underflow path; such terms
-      // are below 1e-304 of the largest and do not change the sum.
-      sum[i] += (tt - mx[i]).max(-700.0).exp().sum();
+      // Only terms within kSkipMargin of the running maximum go through exp
+      // (branch-free compaction): far from a point most kernels of a long
+      // history are negligible, and exp is the bulk of the work.
+      const double threshold = mx[i] - kSkipMargin;
+      int used = 0;
+      for (int k = 0; k < len; ++k) {
+        kept[used] = t[k];
+        used += t[k] > threshold;
+      }
+      sum[i] += (ConstArrayMap(kept.data(), used) - mx[i]).exp().sum();
     }
   }
   for (int i = 0; i < m; ++i) (*out)[i] = std::isfinite(mx[i]) ? mx[i] + std::log(sum[i]) : mx[i];
