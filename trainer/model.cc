@@ -93,9 +93,16 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     k = k.unsqueeze(2).expand({B, kv_heads_, rep, T, head_dim_}).reshape({B, heads_, T, head_dim_});
     v = v.unsqueeze(2).expand({B, kv_heads_, rep, T, head_dim_}).reshape({B, heads_, T, head_dim_});
   }
-  // att: [B, H, T, T], softmax in float32 as transformers' eager attention.
-  torch::Tensor att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  att = torch::softmax(att + mask, -1, torch::kFloat32).to(q.scalar_type());
+  // att: [B, H, T, T] = mask + scale * q k^T in one batched GEMM (baddbmm
+  // broadcasts the [T, T] mask), which saves two passes over att forward and
+  // backward against matmul, mul, add; softmax in float32 as transformers'
+  // eager attention.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  torch::Tensor att = torch::baddbmm(mask, q.reshape({B * heads_, T, head_dim_}),
+                                     k.reshape({B * heads_, T, head_dim_}).transpose(1, 2), /*beta=*/1.0,
+                                     /*alpha=*/scale)
+                          .view({B, heads_, T, T});
+  att = torch::softmax(att, -1, torch::kFloat32).to(q.scalar_type());
   torch::Tensor y = torch::matmul(att, v).transpose(1, 2).reshape({B, T, heads_ * head_dim_});
   return o_proj(y);
 }

@@ -40,9 +40,13 @@ std::string MappedBlas() {
 // needs, and each of the hundreds of parallel regions per step can cost a
 // time slice: measured 10x fewer tokens/s on the shared 2-core machine
 // (bench/RESULTS.md). libgomp reads its environment once, when it is loaded,
-// so the only way to change the policy is to run the program again with
-// OMP_WAIT_POLICY=PASSIVE. Returns only when it does not re-execute.
-void ReexecWithPassiveOpenMpWait() {
+// so the only way to change the policy is to run the program again with a
+// short spin: GOMP_SPINCOUNT=1000 (microseconds, then sleep). Measured on the
+// tiny bench model, 2 threads (bench/RESULTS.md): quiet machine 26-27k
+// tokens/s (default spinning 26-28k, PASSIVE 22-24k); beside two busy
+// processes 10k (PASSIVE 15k, default spinning 0.45k). Returns only when it
+// does not re-execute.
+void ReexecWithShortOpenMpSpin() {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
   if (std::getenv("TUNE_OMP_REEXEC") != nullptr) return;  // never loop
   if (dlsym(RTLD_DEFAULT, "GOMP_parallel") == nullptr) return;  // not libgomp
@@ -59,10 +63,10 @@ void ReexecWithPassiveOpenMpWait() {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  setenv("GOMP_SPINCOUNT", "1000", 1);
   setenv("TUNE_OMP_REEXEC", "1", 1);
   execv("/proc/self/exe", argv.data());
-  unsetenv("OMP_WAIT_POLICY");  // exec failed: carry on with spinning threads
+  unsetenv("GOMP_SPINCOUNT");  // exec failed: carry on with spinning threads
 }
 
 }  // namespace
@@ -74,7 +78,7 @@ int ConfigureThreads(int requested) {
     if (env != nullptr) n = std::atoi(env);
   }
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (n > 1) ReexecWithPassiveOpenMpWait();
+  if (n > 1) ReexecWithShortOpenMpSpin();
   at::set_num_threads(n);
   if (auto set = reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(n);
   return at::get_num_threads();
@@ -103,7 +107,9 @@ std::string DescribeRuntime() {
   out += "; torch runs " + std::to_string(at::get_num_threads()) + " intra-op threads on " +
          std::to_string(std::thread::hardware_concurrency()) + " cores";
   const char* policy = std::getenv("OMP_WAIT_POLICY");
-  out += std::string(", OpenMP wait policy ") + (policy ? policy : "default (spinning)");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  out += std::string(", OpenMP wait policy ") + (policy ? policy : "default") + ", spin count " +
+         (spin ? spin : "default");
   return out;
 }
 

@@ -12,9 +12,10 @@ namespace tune {
 // or when 0 to OMP_NUM_THREADS if set, else the number of cores. Returns the
 // count in effect. With more than one thread and neither OMP_WAIT_POLICY nor
 // GOMP_SPINCOUNT set, it first re-executes the program (same argv, via
-// /proc/self/exe) with OMP_WAIT_POLICY=PASSIVE, because libgomp's default
-// spin-waiting loses up to 10x on a machine shared with other work (trials
-// run side by side); call it before any side effect (files, sockets).
+// /proc/self/exe) with GOMP_SPINCOUNT=1000, because libgomp's default
+// spin-waiting loses up to 50x on a machine shared with other work (trials
+// run side by side) while a short spin keeps its speed on a quiet one; call
+// it before any side effect (files, sockets).
 int ConfigureThreads(int requested);
 
 // One prose sentence naming the BLAS library file, its build (OpenBLAS
