@@ -4,7 +4,7 @@
 // functions; results are recorded in bench/RESULTS.md.
 //
 //   tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes 100,1000,10000] [--reps N]
-//             [--only tpe|tpe-multivariate]
+//             [--only tpe|tpe-multivariate] [--bandwidths optuna3|optuna5]
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
 // and 100 trials, median and quartiles over the seeds. Timing: CPU time of
@@ -108,11 +108,16 @@ Problem Mixed6() {
   return {"mixed6", s, f, 0.0};
 }
 
+// --bandwidths optuna5: Optuna 5.0's bandwidths (neighbour gaps in
+// multivariate mode too, the prior's centre not among the neighbours).
+bool g_optuna5_bandwidths = false;
+
 std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
   if (kind == "random") return std::make_unique<RandomSampler>(seed);
   TpeSamplerOptions o;
   o.seed = seed;
   o.multivariate = kind == "tpe-multivariate";
+  o.scott_bandwidth = o.prior_in_gaps = !g_optuna5_bandwidths;
   return std::make_unique<TpeSampler>(o);
 }
 
@@ -232,6 +237,14 @@ int main(int argc, char** argv) {
     else if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--bandwidths" && i + 1 < argc) {
+      std::string b = argv[++i];
+      if (b != "optuna3" && b != "optuna5") {
+        std::fprintf(stderr, "--bandwidths: optuna3 (default) or optuna5\n");
+        return 2;
+      }
+      tune::g_optuna5_bandwidths = b == "optuna5";
+    }
     else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       std::string s = argv[++i];
@@ -242,11 +255,12 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--bandwidths optuna3|optuna5]\n");
       return 2;
     }
   }
   if (!quality && !timing) quality = timing = true;
+  std::printf("bandwidths: %s\n\n", tune::g_optuna5_bandwidths ? "optuna5" : "optuna3");
   if (quality) tune::Quality(seeds, trials);
   if (timing) tune::Timing(sizes, reps, only);
   return 0;

@@ -182,7 +182,7 @@ void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& colum
   if (has_prior_) axis.mu.push_back(0.5 * (lo + hi));
   axis.sigma.resize(k_total);
 
-  if (options_.multivariate) {
+  if (options_.multivariate && options_.scott_bandwidth) {
     // Scott's rule as in BOHB; the same bandwidth for every kernel.
     double s0 = kSigma0Magnitude * std::pow(std::max(n, 1), -1.0 / (num_dims() + 4));
     std::fill(axis.sigma.begin(), axis.sigma.end(), s0 * range);
@@ -212,20 +212,30 @@ void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& colum
       std::sort(sorted.begin(), sorted.end());
       for (int r = 0; r < k_total; ++r) order[r] = sorted[r].second;
     }
+    // The gaps are taken between the m sorted centres (without the prior's
+    // when !prior_in_gaps), listed in `gap_kernel`.
+    const bool skip_prior = has_prior_ && !options_.prior_in_gaps;
     std::vector<double>& ext = scratch_a_;
+    std::vector<int>& gap_kernel = scratch_ints_;
     ext.resize(k_total + 2);
+    gap_kernel.resize(k_total);
+    int m = 0;
     ext[0] = lo;
-    for (int r = 0; r < k_total; ++r) ext[r + 1] = axis.mu[order[r]];
-    ext[k_total + 1] = hi;
+    for (int r = 0; r < k_total; ++r) {
+      if (skip_prior && order[r] == n) continue;
+      gap_kernel[m] = order[r];
+      ext[++m] = axis.mu[order[r]];
+    }
+    ext[m + 1] = hi;
     std::vector<double>& s = scratch_c_;
-    s.resize(k_total);
-    for (int r = 0; r < k_total; ++r) s[r] = std::max(ext[r + 1] - ext[r], ext[r + 2] - ext[r + 1]);
-    if (!options_.consider_endpoints && k_total + 2 >= 4) {
+    s.resize(m);
+    for (int r = 0; r < m; ++r) s[r] = std::max(ext[r + 1] - ext[r], ext[r + 2] - ext[r + 1]);
+    if (!options_.consider_endpoints && m + 2 >= 4) {
       // Without endpoints the outermost kernels ignore the domain edge.
       s[0] = ext[2] - ext[1];
-      s[k_total - 1] = ext[k_total] - ext[k_total - 1];
+      s[m - 1] = ext[m] - ext[m - 1];
     }
-    for (int r = 0; r < k_total; ++r) axis.sigma[order[r]] = s[r];
+    for (int r = 0; r < m; ++r) axis.sigma[gap_kernel[r]] = s[r];
   }
 
   const double max_sigma = range;
@@ -244,9 +254,8 @@ void ParzenEstimator::FinishNumericalAxis(int j) {
   axis.inv_sigma.resize(k_total);
   axis.log_norm.resize(k_total);
   const bool continuous = dim.kind == ParzenDimension::Kind::kContinuous;
-  if (!continuous && axis.shared_sigma && k_total > 64) {
-    // One normaliser per distinct centre (a few grid points).
-    IndexDiscreteCentres(j);
+  if (!continuous && k_total > 64 && IndexDiscreteCentres(j)) {
+    // One normaliser per distinct (centre, width): a few per grid point.
     for (int k : axis.centre_kernel) {
       double inv = 1.0 / axis.sigma[k];
       axis.log_norm[k] = -truncnorm::LogGaussMass((lo - axis.mu[k]) * inv, (hi - axis.mu[k]) * inv);
@@ -270,40 +279,60 @@ void ParzenEstimator::FinishNumericalAxis(int j) {
   }
 }
 
-// Groups the kernels of discrete axis j (shared sigma) by centre; a kernel
-// of another width (the prior) gets an entry of its own.
-void ParzenEstimator::IndexDiscreteCentres(int j) {
+// Groups the kernels of discrete axis j by (centre, width): with Scott's
+// rule every observation kernel has the same width, with neighbour gaps a
+// grid point's duplicates have a few (the clipped minimum and the gaps at
+// the ends of the run). False (and no index) when the kernels are not
+// mostly duplicates, so that an index would not save work.
+bool ParzenEstimator::IndexDiscreteCentres(int j) {
   const ParzenDimension& dim = dims_[j];
   Axis& axis = axes_[j];
   const int k_total = static_cast<int>(axis.mu.size());
   axis.centre_of.resize(k_total);
   axis.centre_kernel.clear();
-  const double shared = axis.sigma[0];
-  // Centres are grid points: index them directly when the grid is small.
+  // Centres are grid points: index them directly when the grid is small;
+  // chain_ links the entries of one grid point (different widths).
   const int64_t grid = std::llround((dim.high - dim.low) / dim.step) + 1;
   std::vector<int>& by_grid = scratch_grid_;
   by_grid.assign(grid <= 65536 ? static_cast<size_t>(grid) : 0, -1);
-  std::unordered_map<double, int> other;
+  std::vector<int>& chain = scratch_chain_;
+  chain.clear();
+  struct PairHash {
+    size_t operator()(const std::pair<double, double>& p) const {
+      return std::hash<double>()(p.first) * 31 + std::hash<double>()(p.second);
+    }
+  };
+  std::unordered_map<std::pair<double, double>, int, PairHash> other;
   for (int k = 0; k < k_total; ++k) {
     const int next = static_cast<int>(axis.centre_kernel.size());
-    if (axis.sigma[k] != shared) {
-      axis.centre_of[k] = next;
-      axis.centre_kernel.push_back(k);
-      continue;
-    }
     int64_t g = std::llround((axis.mu[k] - dim.low) / dim.step);
-    int* slot;
+    int entry;
     if (!by_grid.empty() && g >= 0 && g < grid && axis.mu[k] == dim.low + g * dim.step) {
-      slot = &by_grid[static_cast<size_t>(g)];
+      int& head = by_grid[static_cast<size_t>(g)];
+      entry = head;
+      while (entry >= 0 && axis.sigma[axis.centre_kernel[entry]] != axis.sigma[k]) entry = chain[entry];
+      if (entry < 0) {
+        entry = next;
+        axis.centre_kernel.push_back(k);
+        chain.push_back(head);
+        head = entry;
+      }
     } else {
-      slot = &other.emplace(axis.mu[k], -1).first->second;
+      auto [it, inserted] = other.emplace(std::make_pair(axis.mu[k], axis.sigma[k]), next);
+      if (inserted) {
+        axis.centre_kernel.push_back(k);
+        chain.push_back(-1);
+      }
+      entry = it->second;
     }
-    if (*slot < 0) {
-      *slot = next;
-      axis.centre_kernel.push_back(k);
-    }
-    axis.centre_of[k] = *slot;
+    axis.centre_of[k] = entry;
   }
+  if (2 * axis.centre_kernel.size() > static_cast<size_t>(k_total)) {
+    axis.centre_of.clear();
+    axis.centre_kernel.clear();
+    return false;
+  }
+  return true;
 }
 
 // Sorts the observation kernels of a one-dimensional continuous model by

@@ -6,9 +6,11 @@
 // centre of the domain). Per dimension it is a truncated normal (continuous),
 // a truncated normal integrated over one grid cell (discrete: int and
 // quantized), or a categorical distribution smoothed by the prior weight.
-// Bandwidths follow Optuna: univariate mode uses the distance to the sorted
-// neighbours, multivariate mode Scott's rule 0.2 n^(-1/(d+4)) (BOHB), both
-// clipped to [range / min(100, 1 + K), range] by the "magic clip".
+// Bandwidths follow Optuna: the larger gap to the sorted neighbours (Optuna
+// 3.1 counts the prior's centre as a neighbour, 5.0 does not), or in
+// multivariate mode Scott's rule 0.2 n^(-1/(d+4)) (BOHB; Optuna 3.x, while
+// 5.0 uses the gaps there too), all clipped to [range / min(100, 1 + K),
+// range] by the "magic clip".
 //
 // Unchanged between Fit calls; const methods are thread-safe (scratch space
 // is per thread) except that Sample advances the caller's rng.
@@ -38,7 +40,13 @@ struct ParzenEstimatorOptions {
   double prior_weight = 1.0;
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
-  bool multivariate = false;  // Scott's rule bandwidths instead of neighbour gaps
+  bool multivariate = false;
+  // Multivariate bandwidths: Scott's rule (Optuna 3.x, BOHB) when true,
+  // else the neighbour gaps of each axis as in univariate mode (Optuna 5).
+  bool scott_bandwidth = true;
+  // Whether the prior's centre is one of the neighbours that set the gaps
+  // (Optuna 3.x) or not (Optuna 5).
+  bool prior_in_gaps = true;
 };
 
 // The estimator's axis for `dist`: categorical for choices, discrete for
@@ -92,9 +100,9 @@ class ParzenEstimator {
     // Z_k is the kernel's mass on the (extended) domain.
     std::vector<double> log_norm;
     bool shared_sigma = false;  // every non-prior kernel has the same sigma
-    // Discrete with a shared sigma: a kernel's cell masses depend only on its
-    // centre. centre_of[k] indexes centre_kernel, one kernel per distinct
-    // centre (the prior, with its own width, is its own entry).
+    // Discrete: a kernel's cell masses depend only on its centre and width.
+    // centre_of[k] indexes centre_kernel, one kernel per distinct (centre,
+    // width); empty when the kernels are mostly distinct.
     std::vector<int> centre_of, centre_kernel;
     // Categorical kernels: the observed index, or -1 for the prior kernel.
     std::vector<int> choice;
@@ -117,7 +125,7 @@ class ParzenEstimator {
   void BuildCategoricalAxis(int j, const std::vector<double>& column, int n_obs);
   void MergeDuplicateKernels();
   void BuildWindowIndex();
-  void IndexDiscreteCentres(int j);
+  bool IndexDiscreteCentres(int j);
   void LogPdfProduct(const std::vector<double>& x, std::vector<double>* out) const;
   void LogPdfWindowed(const std::vector<double>& x, std::vector<double>* out) const;
 
@@ -138,7 +146,7 @@ class ParzenEstimator {
   // Scratch buffers of Fit, kept to avoid reallocating on every refit.
   std::vector<double> scratch_a_, scratch_b_, scratch_c_;
   std::vector<std::pair<double, int>> scratch_pairs_;
-  std::vector<int> scratch_ints_, scratch_grid_;
+  std::vector<int> scratch_ints_, scratch_grid_, scratch_chain_;
   Axis scratch_axis_;
 };
 

@@ -239,6 +239,8 @@ std::vector<std::vector<double>> TpeSampler::RankedCandidates(
   pe.consider_magic_clip = options_.consider_magic_clip;
   pe.consider_endpoints = options_.consider_endpoints;
   pe.multivariate = options_.multivariate;
+  pe.scott_bandwidth = options_.scott_bandwidth;
+  pe.prior_in_gaps = options_.prior_in_gaps;
   ParzenEstimator& l = below_model_;
   ParzenEstimator& g = above_model_;
   l.Fit(axes, split.below, split.below_weights, pe);

@@ -46,6 +46,11 @@ struct TpeSamplerOptions {
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
   bool multivariate = false;
+  // Bandwidth semantics (see ParzenEstimatorOptions). The defaults are
+  // Optuna 3.x's: Scott's rule in multivariate mode, the prior's centre
+  // among the neighbours. Both false: Optuna 5.0's neighbour gaps.
+  bool scott_bandwidth = true;
+  bool prior_in_gaps = true;
   bool constant_liar = true;
   bool maximize = false;  // the objective's direction (Trial::value is raw)
   uint64_t seed = 0;

@@ -205,7 +205,8 @@ namespace {
 TEST_CASE("product log-density with many kernels still sums to one over a discrete domain",
           "[parzen]") {
   // 300 kernels: several L1 chunks of the streaming log-sum-exp, and the
-  // per-centre index of discrete axes with a shared (Scott) bandwidth.
+  // per-centre index of discrete axes, with a shared (Scott) bandwidth and
+  // with Optuna 5's neighbour gaps (a few widths per grid point).
   std::vector<ParzenDimension> axes(3);
   axes[0] = {ParzenDimension::Kind::kDiscrete, 0.0, 1.0, 0.25, 0};
   axes[1] = {ParzenDimension::Kind::kCategorical, 0, 0, 0, 4};
@@ -218,9 +219,10 @@ TEST_CASE("product log-density with many kernels still sums to one over a discre
     obs.push_back(static_cast<double>(rng() % 4));
     obs.push_back(1.0 + static_cast<double>(rng() % 8));
   }
-  for (bool multivariate : {false, true}) {
+  for (int mode = 0; mode < 4; ++mode) {
     ParzenEstimatorOptions o;
-    o.multivariate = multivariate;
+    o.multivariate = mode % 2 == 1;
+    o.scott_bandwidth = o.prior_in_gaps = mode < 2;
     ParzenEstimator pe(axes, obs, DefaultWeights(n), o);
     std::vector<double> all;
     for (int a = 0; a <= 4; ++a)
