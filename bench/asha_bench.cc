@@ -1,7 +1,7 @@
 // asha_bench: what early stopping saves, in process, on synthetic learning
 // curves (no processes, no database).
 //
-//   asha_bench [--seeds N] [--trials N]
+//   asha_bench [--seeds N] [--trials N] [--grace-period N] [--brackets N] [--tpe-only]
 //
 // A trial with parameters x, y in [0, 1] reports, at steps t = 1..81,
 //   loss(t) = final + a * exp(-t / tau) + noise,   noise ~ N(0, 0.02^2)
@@ -86,13 +86,18 @@ double Loss(Family f, uint64_t seed, int trial, double x, double y, int64_t t) {
 
 enum class Kind { kFifo, kAsha, kMedian };
 
+// ASHA's grace_period and brackets (--grace-period, --brackets); Ray's
+// defaults, 1 and 1, unless asked otherwise.
+int64_t g_asha_grace_period = 1;
+int g_asha_brackets = 1;
+
 std::unique_ptr<Scheduler> MakeScheduler(Kind kind, uint64_t seed) {
   if (kind == Kind::kAsha) {
     AshaOptions o;
     o.max_t = kMaxT;
-    o.grace_period = 1;
+    o.grace_period = g_asha_grace_period;
     o.reduction_factor = 3;
-    o.brackets = 1;
+    o.brackets = g_asha_brackets;
     o.seed = seed;
     return std::make_unique<AshaScheduler>(o);
   }
@@ -392,11 +397,26 @@ void DecisionCost() {
 
 int main(int argc, char** argv) {
   int seeds = 10, trials = 60;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--seeds")) seeds = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--trials")) trials = std::atoi(argv[i + 1]);
+  bool tpe_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--tpe-only")) tpe_only = true;
+    else if (has_value && !std::strcmp(argv[i], "--seeds")) seeds = std::atoi(argv[++i]);
+    else if (has_value && !std::strcmp(argv[i], "--trials")) trials = std::atoi(argv[++i]);
+    else if (has_value && !std::strcmp(argv[i], "--grace-period")) tune::g_asha_grace_period = std::atoll(argv[++i]);
+    else if (has_value && !std::strcmp(argv[i], "--brackets")) tune::g_asha_brackets = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: asha_bench [--seeds N] [--trials N] [--grace-period N] [--brackets N] [--tpe-only]\n");
+      return 2;
+    }
   }
+  std::printf("ASHA grace_period %lld, brackets %d, reduction_factor 3, max_t 81\n",
+              static_cast<long long>(tune::g_asha_grace_period), tune::g_asha_brackets);
   using tune::Family;
+  if (tpe_only) {
+    for (Family f : {Family::kCrossing, Family::kParallel}) tune::TpeTable(f, seeds, trials);
+    return 0;
+  }
   for (Family f : {Family::kCrossing, Family::kParallel}) tune::FixedTrialTable(f, seeds, trials);
   for (Family f : {Family::kCrossing, Family::kParallel}) tune::EqualBudgetTable(f, seeds);
   for (Family f : {Family::kCrossing, Family::kParallel}) tune::TpeTable(f, seeds, trials);
