@@ -9,9 +9,12 @@ completed random trials on the mixed 6-D space.
 
   /usr/bin/python3 bench/tpe_optuna.py [quality] [timing] [--seeds 20] [--sizes 100,1000]
 
-Uses Debian's python3-optuna (3.1); prints Markdown tables.
---normalized-kernels applies the later upstream fix to Optuna 3.1's
-_truncnorm.logpdf (the missing -log(scale) term), which tune's estimator has.
+Runs with Debian's python3-optuna (3.1) or a current release (checked with
+5.0) in a virtual environment; prints Markdown tables. --normalized-kernels
+applies the later upstream fix to Optuna 3.1's _truncnorm.logpdf (the
+missing -log(scale) term), which tune's estimator has; releases that have
+the fix already ignore it. Samplers are built with explicit
+multivariate=False/True (5.0 defaults to True for one objective).
 """
 import argparse
 import math
@@ -153,6 +156,13 @@ def timing(sizes):
             print("| %s | %d | %.3f | %d |" % (kind, n, ms, reps), flush=True)
 
 
+def kernels_normalized():
+    """Whether this Optuna's truncnorm logpdf has the -log(scale) term (3.1 does not)."""
+    from optuna.samplers._tpe import _truncnorm
+    v = float(np.asarray(_truncnorm.logpdf(np.asarray([0.0]), -50.0, 50.0, loc=0.0, scale=2.0))[0])
+    return abs(v - (-0.5 * math.log(2 * math.pi) - math.log(2.0))) < 1e-9
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("what", nargs="*", default=["quality", "timing"])
@@ -161,13 +171,16 @@ def main():
     ap.add_argument("--sizes", default="100,1000")
     ap.add_argument("--normalized-kernels", action="store_true")
     args = ap.parse_args()
-    if args.normalized_kernels:
+    normalized = kernels_normalized()
+    if args.normalized_kernels and not normalized:
         from optuna.samplers._tpe import _truncnorm
         from optuna.samplers._tpe import parzen_estimator as pe
         upstream = _truncnorm.logpdf
         pe.truncnorm.logpdf = lambda x, a, b, loc=0, scale=1: (
             upstream(x, a, b, loc=loc, scale=scale) - np.log(scale))
-    print("optuna", optuna.__version__)
+        normalized = True
+    print("optuna", optuna.__version__, "(continuous kernels %s)" %
+          ("normalised" if normalized else "unnormalised"))
     if "quality" in args.what:
         quality(args.seeds, args.trials)
     if "timing" in args.what:

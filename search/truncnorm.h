@@ -18,6 +18,14 @@ double LogNdtr(double z);
 // -2.3e-19).
 double LogGaussMass(double a, double b);
 
+// LogGaussMass for n intervals at once: out[i] = LogGaussMass(a[i], b[i]).
+// Intervals with a <= 0 <= b (a kernel centred inside its domain) take a
+// vectorised path (Cephes' rational approximations of erfc, exp(-y^2) split
+// against error growth; within a few 1e-16 of LogGaussMass, and the tail
+// beyond 8.3 sigma, below 5.3e-17, counts as zero); the others the scalar
+// one. `out` may not alias `a` or `b`.
+void LogGaussMassBatch(const double* a, const double* b, int n, double* out);
+
 // Phi^{-1}(p) for 0 < p < 1 (Acklam's rational approximation refined by one
 // Halley step, so accurate to a few ulps). Returns -inf/+inf at 0/1.
 double Ndtri(double p);
