@@ -15,56 +15,18 @@
 #include <sstream>
 #include <string>
 
+#include "tests/e2e/e2e_util.h"
+
 namespace {
 
-namespace fs = std::filesystem;
+using namespace tune::e2e;
 using nlohmann::json;
-
-const std::string kBin = TUNE_BIN_DIR;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tune_asha_e2e_XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-// Runs `cmd` through the shell; returns exit code and stdout+stderr.
-std::pair<int, std::string> Sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
-}
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream f(p);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-// Live (non-zombie) processes whose command line contains `needle`.
-int CountProcesses(const std::string& needle) {
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string pid = e.path().filename();
-    if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
-    const std::string cmd = ReadFile(e.path() / "cmdline");
-    const std::string stat = ReadFile(e.path() / "stat");
-    const auto close = stat.rfind(')');
-    const bool zombie = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-    if (!zombie && cmd.find(needle) != std::string::npos) ++n;
-  }
-  return n;
 }
 
 TEST_CASE("tune run with ASHA: pruned trials stop at their rung and leave no process",
