@@ -53,10 +53,10 @@ void CheckExampleQueries(const std::vector<std::string>& queries) {
   std::vector<Row> completed;
   {
     auto db = std::move(OpenSqliteStorage(path)).value();
-    // A decoy experiment with better values must not leak into 'demo'.
+    // A decoy experiment with better values must not leak into 'default'.
     ExperimentId decoy = *db->CreateExperiment("decoy", R"({"objective": {"mode": "min"}})", 1);
     ExperimentId e = *db->CreateExperiment(
-        "demo", R"({"objective": {"metric": "eval_loss", "mode": "min"}})", 2);
+        "default", R"({"objective": {"metric": "eval_loss", "mode": "min"}})", 2);
     const int64_t ranks[] = {4, 8, 16, 32};
     for (ExperimentId exp : {decoy, e}) {
       for (int i = 0; i < 12; ++i) {
