@@ -7,7 +7,8 @@ after 25/50/100 trials (median and quartiles over the seeds) for Optuna's TPE
 (thread time of ask() plus the six suggest calls) with a history of n
 completed random trials on the mixed 6-D space.
 
-  /usr/bin/python3 bench/tpe_optuna.py [quality] [timing] [--seeds 20] [--sizes 100,1000]
+  python3 bench/tpe_optuna.py [quality] [timing] [--seeds 20] [--sizes 100,1000]
+                              [--functions branin,hartmann6,mixed6] [--normalized-kernels]
 
 Runs with Debian's python3-optuna (3.1) or a current release (checked with
 5.0) in a virtual environment; prints Markdown tables. --normalized-kernels
@@ -96,11 +97,13 @@ PROBLEMS = [("branin", branin, 0.397887357729739), ("hartmann6", hartmann6, -3.3
             ("mixed6", mixed6, 0.0)]
 
 
-def quality(seeds, trials):
+def quality(seeds, trials, functions=None):
     print("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] "
           "| regret@100 median [q1, q3] |")
     print("|---|---|---|---|---|")
     for name, f, optimum in PROBLEMS:
+        if functions and name not in functions:
+            continue
         for kind in ("optuna-tpe", "optuna-tpe-multivariate"):
             regrets = {25: [], 50: [], 100: []}
             for seed in range(seeds):
@@ -170,6 +173,7 @@ def main():
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--sizes", default="100,1000")
     ap.add_argument("--normalized-kernels", action="store_true")
+    ap.add_argument("--functions", default="", help="comma-separated subset, e.g. mixed6")
     args = ap.parse_args()
     normalized = kernels_normalized()
     if args.normalized_kernels and not normalized:
@@ -182,7 +186,7 @@ def main():
     print("optuna", optuna.__version__, "(continuous kernels %s)" %
           ("normalised" if normalized else "unnormalised"))
     if "quality" in args.what:
-        quality(args.seeds, args.trials)
+        quality(args.seeds, args.trials, [f for f in args.functions.split(",") if f])
     if "timing" in args.what:
         timing([int(s) for s in args.sizes.split(",")])
 
