@@ -12,6 +12,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kSqrt2 = 1.4142135623730950488;
 constexpr double kLogSqrt2Pi = 0.91893853320467274178;  // log(sqrt(2 pi))
+// Phi(-8.3) = 5.2e-17: a tail beyond this is below the rounding of 1.
+constexpr double kFarTail = 8.3;
 
 // Phi(z) via erfc, which keeps relative accuracy in the left tail.
 double Ndtr(double z) { return 0.5 * std::erfc(-z / kSqrt2); }
@@ -45,12 +47,13 @@ double LogGaussMass(double a, double b) {
     return lb + Log1mExp(LogNdtr(a) - lb);
   }
   if (a >= 0) return LogGaussMass(-b, -a);  // mirror into the left tail
-  // Beyond 9 sigma on both sides the missing mass m is below 2.3e-19 and
-  // log(1 - m) = -m is below the precision of anything it is added to.
-  if (a < -9 && b > 9) return 0;
-  // One tail beyond 9 sigma adds less than 1.2e-19 to the missing mass.
-  if (a < -9) return std::log1p(-Ndtr(-b));
-  if (b > 9) return std::log1p(-Ndtr(a));
+  // Beyond 8.3 sigma on both sides the missing mass m is below 1.1e-16
+  // and log(1 - m) = -m is below the precision of anything it is added to
+  // (the kernel normalisers, of order one).
+  if (a < -kFarTail && b > kFarTail) return 0;
+  // One tail beyond 8.3 sigma adds less than 5.3e-17 to the missing mass.
+  if (a < -kFarTail) return std::log1p(-Ndtr(-b));
+  if (b > kFarTail) return std::log1p(-Ndtr(a));
   // a < 0 < b: the mass is at least Phi(b) - 1/2, so 1 - Phi(a) - Phi(-b)
   // has no cancellation worth worrying about.
   return std::log1p(-Ndtr(a) - Ndtr(-b));

@@ -14,8 +14,8 @@ namespace truncnorm {
 double LogNdtr(double z);
 
 // log(Phi(b) - Phi(a)) for a <= b: the log probability mass of [a, b].
-// -inf when a == b; 0 when a < -9 and b > 9 (the true value is above
-// -2.3e-19).
+// -inf when a == b; 0 when a < -8.3 and b > 8.3 (the true value is above
+// -1.1e-16).
 double LogGaussMass(double a, double b);
 
 // LogGaussMass for n intervals at once: out[i] = LogGaussMass(a[i], b[i]).
