@@ -137,6 +137,7 @@ class ParzenEstimator {
   // on the point: log weight, numerical normalisers, categorical base.
   std::vector<double> const_term_;
   std::vector<Axis> axes_;
+  std::vector<int> continuous_axes_;  // indices of the continuous dimensions
   // One continuous dimension: kernels sorted by centre (the prior, if any,
   // stays last) in blocks, so LogPdf evaluates only the kernels that matter.
   std::vector<Block> blocks_;
