@@ -7,6 +7,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "search/parzen_chunk.h"
 #include "search/truncnorm.h"
 #include "tuner/core/status.h"
 
@@ -102,17 +103,14 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
   Fit(std::move(dims), observations, weights, options, sorted_order);
 }
 
+// The per-kernel arrays that the builders resize and then overwrite entirely
+// (sigma, inv_sigma, log_norm, choice, base) keep their size, so that a
+// refit of the same size does not zero them first.
 void ParzenEstimator::ClearAxis(Axis* axis) {
   axis->mu.clear();
-  axis->sigma.clear();
-  axis->inv_sigma.clear();
-  axis->log_norm.clear();
   axis->shared_sigma = false;
   axis->centre_of.clear();
   axis->centre_kernel.clear();
-  axis->choice.clear();
-  for (auto& v : axis->kernels_of_choice) v.clear();
-  axis->base.clear();
 }
 
 void ParzenEstimator::Fit(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
@@ -257,7 +255,7 @@ void ParzenEstimator::FinishNumericalAxis(int j) {
   axis.inv_sigma.resize(k_total);
   axis.log_norm.resize(k_total);
   const bool continuous = dim.kind == ParzenDimension::Kind::kContinuous;
-  if (!continuous && k_total > 64 && IndexDiscreteCentres(j)) {
+  if (!continuous && IndexDiscreteCentres(j)) {
     // One normaliser per distinct (centre, width): a few per grid point.
     for (int k : axis.centre_kernel) {
       double inv = 1.0 / axis.sigma[k];
@@ -399,13 +397,11 @@ void ParzenEstimator::BuildCategoricalAxis(int j, const std::vector<double>& col
   axis.log_miss = std::log(axis.p_miss);
   axis.log_uniform = -std::log(static_cast<double>(c));
   axis.choice.resize(k_total);
-  axis.kernels_of_choice.resize(c);
-  for (auto& v : axis.kernels_of_choice) v.clear();
   for (int k = 0; k < n; ++k) {
-    int idx = static_cast<int>(std::lround(column[k]));
+    int idx = static_cast<int>(column[k]);  // an index: exact, lround only if not
+    if (idx != column[k]) idx = static_cast<int>(std::lround(column[k]));
     TUNE_CHECK(idx >= 0 && idx < c);
     axis.choice[k] = idx;
-    axis.kernels_of_choice[idx].push_back(k);
   }
   if (has_prior_) axis.choice[n] = -1;
   axis.base.resize(k_total);
@@ -467,6 +463,9 @@ void ParzenEstimator::MergeDuplicateKernels() {
   }
   Axis& merged = scratch_axis_;
   ClearAxis(&merged);
+  merged.sigma.clear();
+  merged.choice.clear();
+  merged.base.clear();
   merged.shared_sigma = axis.shared_sigma;
   log_weights_.resize(n_groups);
   weights_ = w;
@@ -481,10 +480,6 @@ void ParzenEstimator::MergeDuplicateKernels() {
     }
   }
   if (dim.kind == ParzenDimension::Kind::kCategorical) {
-    merged.kernels_of_choice.resize(dim.n_choices);
-    for (auto& v : merged.kernels_of_choice) v.clear();
-    for (int g = 0; g < n_groups; ++g)
-      if (merged.choice[g] >= 0) merged.kernels_of_choice[merged.choice[g]].push_back(g);
     merged.log_hit = axis.log_hit;
     merged.log_miss = axis.log_miss;
     merged.log_uniform = axis.log_uniform;
@@ -593,6 +588,12 @@ void ParzenEstimator::LogPdf(const std::vector<double>& x, std::vector<double>* 
 // Kernels in chunks that stay in L1 while every point visits them; per point
 // a streaming log-sum-exp (running maximum, sum rescaled when it grows) that
 // skips terms more than kSkipMargin below the running maximum.
+//
+// Discrete and categorical axes add one looked-up term per kernel: per point
+// a table (categorical: 0 or log_hit - log_miss by choice, the prior's -1
+// included; discrete: the log mass of the point's cell under each distinct
+// (centre, width), computed once per distinct value among the points) and
+// per kernel an index into it.
 void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<double>* out) const {
   const int d = num_dims();
   const int m = d == 0 ? 0 : static_cast<int>(x.size()) / d;
@@ -600,118 +601,168 @@ void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<do
   out->assign(m, 0.0);
   if (m == 0) return;
   // Scratch reused across calls, never shrunk.
-  thread_local std::vector<double> tables, mx, sum, t, kept;
-  thread_local std::vector<size_t> table_at;
-  // Discrete axes with a centre index: per point, the log mass of its cell
-  // under each distinct centre.
+  thread_local std::vector<double> tables, mx, sum, t, kept, seen;
+  thread_local std::vector<size_t> table_at, seen_at;
+  thread_local std::vector<int> identity;
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+  // Lookup axes in axis order; table_at[i * n_lookups + p] is the offset of
+  // point i's table for lookup p.
+  thread_local std::vector<int> lookup_axis;
+  thread_local std::vector<const int*> lookup_index, index;
+  thread_local std::vector<const double*> table;
+  lookup_axis.clear();
+  lookup_index.clear();
+  int n_lookups = 0;
+  for (int j = 0; j < d; ++j) {
+    const ParzenDimension& dim = dims_[j];
+    const Axis& axis = axes_[j];
+    if (dim.kind == ParzenDimension::Kind::kContinuous) continue;
+    lookup_axis.push_back(j);
+    if (dim.kind == ParzenDimension::Kind::kCategorical) {
+      lookup_index.push_back(axis.choice.data());
+    } else if (!axis.centre_of.empty()) {
+      lookup_index.push_back(axis.centre_of.data());
+    } else {
+      // No centre index: one table entry per kernel.
+      if (identity.size() < static_cast<size_t>(k_total)) {
+        const size_t old = identity.size();
+        identity.resize(k_total);
+        std::iota(identity.begin() + old, identity.end(), static_cast<int>(old));
+      }
+      lookup_index.push_back(identity.data());
+    }
+    ++n_lookups;
+  }
   tables.clear();
-  table_at.assign(static_cast<size_t>(m) * d, 0);
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < d; ++j) {
-      const ParzenDimension& dim = dims_[j];
-      const Axis& axis = axes_[j];
-      if (dim.kind != ParzenDimension::Kind::kDiscrete || axis.centre_of.empty()) continue;
+  table_at.assign(static_cast<size_t>(m) * n_lookups, 0);
+  for (int p = 0; p < n_lookups; ++p) {
+    const int j = lookup_axis[p];
+    const ParzenDimension& dim = dims_[j];
+    const Axis& axis = axes_[j];
+    if (dim.kind == ParzenDimension::Kind::kCategorical) {
+      for (int i = 0; i < m; ++i) {
+        // Entry 0 is the prior's choice -1: the table pointer is offset by one.
+        table_at[static_cast<size_t>(i) * n_lookups + p] = tables.size() + 1;
+        const size_t at = tables.size();
+        tables.resize(at + dim.n_choices + 1, 0.0);
+        const int c = static_cast<int>(std::lround(x[static_cast<size_t>(i) * d + j]));
+        if (c >= 0 && c < dim.n_choices) tables[at + c + 1] = axis.log_hit - axis.log_miss;
+      }
+      continue;
+    }
+    const double lo = LowerEdge(dim), hi = UpperEdge(dim);
+    seen.clear();
+    seen_at.clear();
+    for (int i = 0; i < m; ++i) {
       const double v = x[static_cast<size_t>(i) * d + j];
-      const double lo = LowerEdge(dim), hi = UpperEdge(dim);
-      const double cell_lo = std::max(v - 0.5 * dim.step, lo), cell_hi = std::min(v + 0.5 * dim.step, hi);
-      table_at[static_cast<size_t>(i) * d + j] = tables.size();
-      for (int k : axis.centre_kernel)
-        tables.push_back(truncnorm::LogGaussMass((cell_lo - axis.mu[k]) * axis.inv_sigma[k],
-                                                 (cell_hi - axis.mu[k]) * axis.inv_sigma[k]));
+      size_t s = 0;
+      while (s < seen.size() && seen[s] != v) ++s;
+      if (s == seen.size()) {
+        seen.push_back(v);
+        seen_at.push_back(tables.size());
+        const double cell_lo = std::max(v - 0.5 * dim.step, lo), cell_hi = std::min(v + 0.5 * dim.step, hi);
+        auto mass = [&](int k) {
+          return truncnorm::LogGaussMass((cell_lo - axis.mu[k]) * axis.inv_sigma[k],
+                                         (cell_hi - axis.mu[k]) * axis.inv_sigma[k]);
+        };
+        if (!axis.centre_of.empty()) {
+          for (int k : axis.centre_kernel) tables.push_back(mass(k));
+        } else {
+          for (int k = 0; k < k_total; ++k) tables.push_back(mass(k));
+        }
+      }
+      table_at[static_cast<size_t>(i) * n_lookups + p] = seen_at[s];
     }
   }
+
   constexpr int kChunk = 256;
-  constexpr int kMaxLookup = 64;  // categorical axes up to this many choices use a table
-  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   mx.assign(m, kNegInf);
   sum.assign(m, 0.0);
   if (t.size() < kChunk) t.resize(kChunk);
   if (kept.size() < kChunk) kept.resize(kChunk);
+  const int nc = static_cast<int>(continuous_axes_.size());
+  table.resize(n_lookups);
+  index.resize(n_lookups);
+  internal::ChunkArgs args;
+  args.n_lookups = n_lookups;
+  args.table = table.data();
+  args.index = index.data();
+  // Null when there are more than three continuous axes.
+  const internal::ChunkKernel kernel = internal::ChunkKernelFor(nc, n_lookups);
   for (int b = 0; b < k_total; b += kChunk) {
     const int len = std::min(kChunk, k_total - b);
+    args.len = len;
+    args.c = const_term_.data() + b;
+    for (int p = 0; p < n_lookups; ++p) index[p] = lookup_index[p] + b;
+    for (int q = 0; q < nc && q < 3; ++q) {
+      args.mu[q] = axes_[continuous_axes_[q]].mu.data() + b;
+      args.inv[q] = axes_[continuous_axes_[q]].inv_sigma.data() + b;
+    }
     for (int i = 0; i < m; ++i) {
       const double* xi = x.data() + static_cast<size_t>(i) * d;
-      ArrayMap tt(t.data(), len);
-      // Continuous axes, up to three per pass over the chunk.
-      auto z2 = [&](int j) {
-        const Axis& axis = axes_[j];
-        return ((xi[j] - ConstArrayMap(axis.mu.data() + b, len)) *
-                ConstArrayMap(axis.inv_sigma.data() + b, len))
-            .square();
-      };
-      const ConstArrayMap c(const_term_.data() + b, len);
-      size_t q = 0;
-      const size_t nc = continuous_axes_.size();
-      if (nc == 0) {
-        tt = c;
-      } else if (nc % 3 == 1) {
-        tt = c - 0.5 * z2(continuous_axes_[q]);
-        q += 1;
-      } else if (nc % 3 == 2) {
-        tt = c - 0.5 * (z2(continuous_axes_[q]) + z2(continuous_axes_[q + 1]));
-        q += 2;
+      for (int p = 0; p < n_lookups; ++p)
+        table[p] = tables.data() + table_at[static_cast<size_t>(i) * n_lookups + p];
+      // Only terms within kSkipMargin of the running maximum go through exp
+      // (branch-free compaction): far from a point most kernels of a long
+      // history are negligible, and exp is the bulk of the work. The terms
+      // are compacted against the maximum before this chunk, then again if
+      // the chunk raised it.
+      int used = 0;
+      double chunk_max;
+      if (kernel) {
+        for (int q = 0; q < nc; ++q) args.x[q] = xi[continuous_axes_[q]];
+        chunk_max = kernel(args, mx[i] - kSkipMargin, kept.data(), &used);
       } else {
-        tt = c - 0.5 * (z2(continuous_axes_[q]) + z2(continuous_axes_[q + 1]) +
-                        z2(continuous_axes_[q + 2]));
-        q += 3;
-      }
-      for (; q < nc; q += 3)
-        tt -= 0.5 * (z2(continuous_axes_[q]) + z2(continuous_axes_[q + 1]) +
-                     z2(continuous_axes_[q + 2]));
-      for (int j = 0; j < d; ++j) {
-        const ParzenDimension& dim = dims_[j];
-        const Axis& axis = axes_[j];
-        const double v = xi[j];
-        if (dim.kind == ParzenDimension::Kind::kContinuous) {
-          continue;  // above
-        } else if (dim.kind == ParzenDimension::Kind::kDiscrete) {
-          if (!axis.centre_of.empty()) {
-            const double* table = tables.data() + table_at[static_cast<size_t>(i) * d + j];
-            const int* centre = axis.centre_of.data() + b;
-            for (int k = 0; k < len; ++k) t[k] += table[centre[k]];
-          } else {
-            const double lo = LowerEdge(dim), hi = UpperEdge(dim);
-            const double cell_lo = std::max(v - 0.5 * dim.step, lo);
-            const double cell_hi = std::min(v + 0.5 * dim.step, hi);
-            for (int k = 0; k < len; ++k) {
-              const double mu = axis.mu[b + k], inv = axis.inv_sigma[b + k];
-              t[k] += truncnorm::LogGaussMass((cell_lo - mu) * inv, (cell_hi - mu) * inv);
-            }
-          }
+        // More than three continuous axes: Eigen, three per pass.
+        ArrayMap tt(t.data(), len);
+        auto z2 = [&](int j) {
+          const Axis& axis = axes_[j];
+          return ((xi[j] - ConstArrayMap(axis.mu.data() + b, len)) *
+                  ConstArrayMap(axis.inv_sigma.data() + b, len))
+              .square();
+        };
+        const ConstArrayMap cm(args.c, len);
+        int q = 0;
+        if (nc % 3 == 1) {
+          tt = cm - 0.5 * z2(continuous_axes_[q]);
+          q += 1;
+        } else if (nc % 3 == 2) {
+          tt = cm - 0.5 * (z2(continuous_axes_[q]) + z2(continuous_axes_[q + 1]));
+          q += 2;
         } else {
-          // Categorical: the base term is in const_term_; add the hits.
-          const int c = static_cast<int>(std::lround(v));
-          if (c < 0 || c >= dim.n_choices) continue;
-          // A lookup by choice (the prior's -1 included) keeps the loop
-          // free of data-dependent branches.
-          if (dim.n_choices > kMaxLookup) {
-            const double delta = axis.log_hit - axis.log_miss;
-            for (int k = 0; k < len; ++k) t[k] += axis.choice[b + k] == c ? delta : 0.0;
-            continue;
-          }
-          double hit[kMaxLookup + 1];
-          std::fill_n(hit, dim.n_choices + 1, 0.0);
-          hit[c + 1] = axis.log_hit - axis.log_miss;
-          const int* choice = axis.choice.data() + b;
-          for (int k = 0; k < len; ++k) t[k] += hit[choice[k] + 1];
+          tt = cm - 0.5 * (z2(continuous_axes_[q]) + z2(continuous_axes_[q + 1]) +
+                           z2(continuous_axes_[q + 2]));
+          q += 3;
+        }
+        for (; q < nc; q += 3)
+          tt -= 0.5 * (z2(continuous_axes_[q]) + z2(continuous_axes_[q + 1]) +
+                       z2(continuous_axes_[q + 2]));
+        for (int p = 0; p < n_lookups; ++p)
+          for (int k = 0; k < len; ++k) t[k] += table[p][index[p][k]];
+        chunk_max = tt.maxCoeff();
+        const double threshold = mx[i] - kSkipMargin;
+        for (int k = 0; k < len; ++k) {
+          kept[used] = t[k];
+          used += t[k] > threshold;
         }
       }
-      const double chunk_max = tt.maxCoeff();
       if (chunk_max > mx[i]) {
         sum[i] *= std::exp(mx[i] - chunk_max);  // 0 * exp(-inf) = 0 on the first chunk
         mx[i] = chunk_max;
+        if (std::isfinite(mx[i])) {
+          const double threshold = mx[i] - kSkipMargin;
+          int again = 0;
+          for (int k = 0; k < used; ++k) {
+            const double v = kept[k];
+            kept[again] = v;
+            again += v > threshold;
+          }
+          used = again;
+        }
       }
       if (!std::isfinite(mx[i])) continue;
-      // Only terms within kSkipMargin of the running maximum go through exp
-      // (branch-free compaction): far from a point most kernels of a long
-      // history are negligible, and exp is the bulk of the work.
-      const double threshold = mx[i] - kSkipMargin;
-      int used = 0;
-      for (int k = 0; k < len; ++k) {
-        kept[used] = t[k];
-        used += t[k] > threshold;
-      }
-      sum[i] += (ConstArrayMap(kept.data(), used) - mx[i]).exp().sum();
+      sum[i] += internal::ExpSum(kept.data(), used, mx[i]);
     }
   }
   for (int i = 0; i < m; ++i) (*out)[i] = std::isfinite(mx[i]) ? mx[i] + std::log(sum[i]) : mx[i];

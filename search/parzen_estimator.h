@@ -106,7 +106,6 @@ class ParzenEstimator {
     std::vector<int> centre_of, centre_kernel;
     // Categorical kernels: the observed index, or -1 for the prior kernel.
     std::vector<int> choice;
-    std::vector<std::vector<int>> kernels_of_choice;  // choice -> kernels
     double log_hit = 0, log_miss = 0, log_uniform = 0;
     std::vector<double> base;  // per kernel: log_miss, or log_uniform for the prior
     double p_hit = 0, p_miss = 0;  // for sampling

@@ -17,6 +17,21 @@ constexpr int kRandomRetries = 100;
 
 bool IsDiscrete(const Distribution& dist) { return Cardinality(dist).has_value(); }
 
+bool SameDistribution(const Distribution& a, const Distribution& b) {
+  if (a.index() != b.index()) return false;
+  if (auto* f = std::get_if<FloatDistribution>(&a)) {
+    const auto& g = std::get<FloatDistribution>(b);
+    return f->low == g.low && f->high == g.high && f->log == g.log && f->step == g.step;
+  }
+  if (auto* i = std::get_if<IntDistribution>(&a)) {
+    const auto& j = std::get<IntDistribution>(b);
+    return i->low == j.low && i->high == j.high && i->log == j.log && i->step == j.step;
+  }
+  const auto& c = std::get<CategoricalDistribution>(a);
+  const auto& e = std::get<CategoricalDistribution>(b);
+  return c.grid == e.grid && c.choices == e.choices;
+}
+
 }  // namespace
 
 int DefaultGamma(int n) { return std::min(static_cast<int>(std::ceil(0.1 * n)), 25); }
@@ -85,10 +100,9 @@ TpeSampler::Column& TpeSampler::InternalColumn(const std::string& name, const Di
                                                const History& history) {
   SyncHistory(history);
   Column& c = columns_[name];
-  std::string key = Describe(dist);
-  if (c.domain != key) {
+  if (!c.domain || !SameDistribution(*c.domain, dist)) {
     c = Column();
-    c.domain = std::move(key);
+    c.domain = dist;
   }
   const size_t old_size = c.values.size();
   c.values.resize(history.size());

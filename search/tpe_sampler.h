@@ -121,7 +121,7 @@ class TpeSampler : public Sampler {
   // Per-parameter cache of internal values, by history position; valid for
   // the prefix of the history whose trial ids are unchanged (SyncHistory).
   struct Column {
-    std::string domain;  // Describe(dist) the values were computed for
+    std::optional<Distribution> domain;  // the distribution the values were computed for
     std::vector<double> values;  // internal values, NaN if missing
     std::vector<double> coords;  // estimator coordinates (log for log domains)
     std::vector<int> sorted;     // positions with a value, by (coord, position)
