@@ -118,6 +118,7 @@ int LaunchRanks(int nproc, int port, int threads, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!tune::ConfigureAllocator()) std::cerr << "trainer_bench: glibc kept its default malloc thresholds\n";
   int d_model = 128, n_layers = 2, n_heads = 4, seq_len = 128, batch = 8, steps = 20, warmup = 3,
       threads = 2;
   int lora_r = 8;

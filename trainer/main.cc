@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "trainer/runtime_info.h"
 #include "trainer/train_options.h"
 
 namespace {
@@ -45,6 +46,7 @@ void AddLoopFlags(CLI::App* app, tune::LoopOptions* o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!tune::ConfigureAllocator()) std::cerr << "lora_train: glibc kept its default malloc thresholds\n";
   CLI::App app{"lora_train: LoRA fine-tuning of Llama/Qwen2 models (PEFT-compatible output)"};
   app.require_subcommand(0, 1);
 

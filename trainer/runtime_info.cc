@@ -1,6 +1,7 @@
 #include "trainer/runtime_info.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,6 +83,15 @@ int ConfigureThreads(int requested) {
   at::set_num_threads(n);
   if (auto set = reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(n);
   return at::get_num_threads();
+}
+
+bool ConfigureAllocator() {
+  // 32 MiB is the largest threshold glibc accepts on 64-bit; setting it also
+  // turns off the dynamic threshold, which otherwise only grows after a
+  // mmapped block has been freed once.
+  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+  const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+  return mmap_ok && trim_ok;
 }
 
 std::string DescribeRuntime() {
