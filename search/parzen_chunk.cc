@@ -1,6 +1,8 @@
 #include "search/parzen_chunk.h"
 
+#if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +12,7 @@ namespace tune {
 namespace internal {
 namespace {
 
+#if defined(__SSE2__)
 // exp(x) for two x in (-708, 0]: Cephes' rational approximation with the
 // operations of Eigen 3.4's SSE2 pexp (no FMA), so bit-identical to it, but
 // with a truncating floor and a single scaling by 2^n, both exact in this
@@ -36,6 +39,7 @@ __m128d ExpPacket(__m128d x) {
   const __m128i bits = _mm_slli_epi64(_mm_add_epi64(n, _mm_set_epi64x(1023, 1023)), 52);
   return _mm_mul_pd(x, _mm_castsi128_pd(bits));
 }
+#endif  // __SSE2__
 
 // One chunk of kernels for one point (see ChunkKernel): the operations and
 // order of the Eigen expressions of LogPdfProduct's general path, two
@@ -50,6 +54,11 @@ double ChunkTerms(const ChunkArgs& a, double threshold, double* kept, int* used)
 double ExpSum(const double* v, int n, double shift) {
   if (n == 0) return 0.0;
   if (n == 1) return std::exp(v[0] - shift);
+#if !defined(__SSE2__)
+  double sum = 0.0;  // other targets: a plain sum (Eigen's order differs there anyway)
+  for (int k = 0; k < n; ++k) sum += std::exp(v[k] - shift);
+  return sum;
+#else
   const __m128d s = _mm_set1_pd(shift);
   auto packet = [&](int k) { return ExpPacket(_mm_sub_pd(_mm_loadu_pd(v + k), s)); };
   const int end = n / 2 * 2, end4 = n / 4 * 4;
@@ -66,6 +75,7 @@ double ExpSum(const double* v, int n, double shift) {
   double res = _mm_cvtsd_f64(_mm_add_sd(r0, _mm_unpackhi_pd(r0, r0)));
   for (int k = end; k < n; ++k) res = res + std::exp(v[k] - shift);
   return res;
+#endif
 }
 
 namespace {
@@ -81,6 +91,10 @@ double ChunkTerms(const ChunkArgs& a, double threshold, double* kept, int* used)
   const double* __restrict inv1 = a.inv[1];
   const double* __restrict inv2 = a.inv[2];
   const int n_lookups = kLookups >= 0 ? kLookups : a.n_lookups;
+  int u = *used;
+  int k = 0;
+  double best_s = -std::numeric_limits<double>::infinity();
+#if defined(__SSE2__)
   const double* tab[3] = {};
   const int* idx[3] = {};
   for (int p = 0; p < 3 && p < n_lookups; ++p) {
@@ -91,7 +105,6 @@ double ChunkTerms(const ChunkArgs& a, double threshold, double* kept, int* used)
   const __m128d x0 = _mm_set1_pd(a.x[0]), x1 = _mm_set1_pd(a.x[1]), x2 = _mm_set1_pd(a.x[2]);
   const __m128d thr = _mm_set1_pd(threshold);
   __m128d best = _mm_set1_pd(-std::numeric_limits<double>::infinity());
-  int u = *used;
   auto lookup = [&](__m128d v, int k, int p) {
     __m128d e = _mm_loadl_pd(_mm_setzero_pd(), tab[p] + idx[p][k]);
     e = _mm_loadh_pd(e, tab[p] + idx[p][k + 1]);
@@ -101,7 +114,6 @@ double ChunkTerms(const ChunkArgs& a, double threshold, double* kept, int* used)
     __m128d z = _mm_mul_pd(_mm_sub_pd(x, _mm_loadu_pd(mu + k)), _mm_loadu_pd(inv + k));
     return _mm_mul_pd(z, z);
   };
-  int k = 0;
   for (; k + 2 <= len; k += 2) {
     __m128d v = _mm_loadu_pd(c + k);
     if constexpr (kContinuous == 1) {
@@ -129,7 +141,8 @@ double ChunkTerms(const ChunkArgs& a, double threshold, double* kept, int* used)
     _mm_storeh_pd(kept + u, v);
     u += mask >> 1;
   }
-  double best_s = std::max(_mm_cvtsd_f64(best), _mm_cvtsd_f64(_mm_unpackhi_pd(best, best)));
+  best_s = std::max(_mm_cvtsd_f64(best), _mm_cvtsd_f64(_mm_unpackhi_pd(best, best)));
+#endif  // __SSE2__: other targets take every kernel through the scalar loop
   for (; k < len; ++k) {
     auto sq = [&](double x, const double* mu, const double* inv) {
       const double z = (x - mu[k]) * inv[k];
