@@ -86,6 +86,10 @@ int ConfigureThreads(int requested) {
 }
 
 bool ConfigureAllocator() {
+  // The user's own malloc settings win, as with the OpenMP policy above.
+  for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
   // 32 MiB is the largest threshold glibc accepts on 64-bit; setting it also
   // turns off the dynamic threshold, which otherwise only grows after a
   // mmapped block has been freed once.
