@@ -499,20 +499,20 @@ TEST_CASE("resource pool limits: CanLaunch, busy and impossible requests", "[loc
   CHECK(b.Launch(holder).code() == StatusCode::kFailedPrecondition);  // still running
   // Kill hands the slots back at once, even to a worker that takes its
   // whole grace period to exit.
-  LaunchSpec stubborn = Spec(7, tmp.Sub("s"), Sh("trap '' TERM; echo $$ > pid; exec sleep 100"));
+  LaunchSpec ignores_term = Spec(7, tmp.Sub("s"), Sh("trap '' TERM; echo $$ > pid; exec sleep 100"));
   REQUIRE(b.Kill(1, 1000ms).ok());
   WaitDone(b, 1);
   CHECK(b.CanLaunch(other));
   CHECK(b.CanLaunch(half));
-  stubborn.cpu_per_worker = 2;
-  REQUIRE(b.Launch(stubborn).ok());
+  ignores_term.cpu_per_worker = 2;
+  REQUIRE(b.Launch(ignores_term).ok());
   WaitForFile(tmp.path() + "/s/pid");
   CHECK_FALSE(b.CanLaunch(other));
   REQUIRE(b.Kill(7, 3000ms).ok());
   CHECK(b.CanLaunch(other));
   CHECK(b.State(7)->state == RunState::kRunning);  // still exiting
   WaitDone(b, 7);
-  CHECK(b.CanLaunch(stubborn));
+  CHECK(b.CanLaunch(ignores_term));
 
   // Fractional slots add up: four half-slot workers fill two slots.
   LaunchSpec quarter = Spec(3, tmp.Sub("c"), Sh("exec sleep 100"), 4);
