@@ -4,7 +4,7 @@
 // functions; results are recorded in bench/RESULTS.md.
 //
 //   tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes 100,1000,10000] [--reps N]
-//             [--only tpe|tpe-multivariate] [--bandwidths optuna3|optuna5]
+//             [--only tpe|tpe-multivariate] [--parzen-rules optuna5|optuna3]
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
 // and 100 trials, median and quartiles over the seeds. Timing: CPU time of
@@ -108,16 +108,16 @@ Problem Mixed6() {
   return {"mixed6", s, f, 0.0};
 }
 
-// --bandwidths optuna5: Optuna 5.0's bandwidths (neighbour gaps in
-// multivariate mode too, the prior's centre not among the neighbours).
-bool g_optuna5_bandwidths = false;
+// --parzen-rules (alias --bandwidths): which Optuna release's estimator
+// TpeSampler follows (ParzenRules); the sampler's default is optuna5.
+ParzenRules g_parzen_rules = ParzenRules::kOptuna5;
 
 std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
   if (kind == "random") return std::make_unique<RandomSampler>(seed);
   TpeSamplerOptions o;
   o.seed = seed;
   o.multivariate = kind == "tpe-multivariate";
-  o.scott_bandwidth = o.prior_in_gaps = !g_optuna5_bandwidths;
+  o.parzen_rules = g_parzen_rules;
   return std::make_unique<TpeSampler>(o);
 }
 
@@ -237,13 +237,13 @@ int main(int argc, char** argv) {
     else if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
-    else if (a == "--bandwidths" && i + 1 < argc) {
+    else if ((a == "--parzen-rules" || a == "--bandwidths") && i + 1 < argc) {
       std::string b = argv[++i];
       if (b != "optuna3" && b != "optuna5") {
-        std::fprintf(stderr, "--bandwidths: optuna3 (default) or optuna5\n");
+        std::fprintf(stderr, "%s: optuna5 (default) or optuna3\n", a.c_str());
         return 2;
       }
-      tune::g_optuna5_bandwidths = b == "optuna5";
+      tune::g_parzen_rules = b == "optuna5" ? tune::ParzenRules::kOptuna5 : tune::ParzenRules::kOptuna3;
     }
     else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
@@ -255,12 +255,13 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--bandwidths optuna3|optuna5]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
       return 2;
     }
   }
   if (!quality && !timing) quality = timing = true;
-  std::printf("bandwidths: %s\n\n", tune::g_optuna5_bandwidths ? "optuna5" : "optuna3");
+  std::printf("parzen rules: %s\n\n",
+              tune::g_parzen_rules == tune::ParzenRules::kOptuna5 ? "optuna5" : "optuna3");
   if (quality) tune::Quality(seeds, trials);
   if (timing) tune::Timing(sizes, reps, only);
   return 0;

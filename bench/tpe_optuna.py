@@ -97,7 +97,7 @@ PROBLEMS = [("branin", branin, 0.397887357729739), ("hartmann6", hartmann6, -3.3
             ("mixed6", mixed6, 0.0)]
 
 
-def quality(seeds, trials, functions=None):
+def quality(seeds, trials, functions=None, modes=("univariate", "multivariate")):
     print("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] "
           "| regret@100 median [q1, q3] |")
     print("|---|---|---|---|---|")
@@ -105,6 +105,8 @@ def quality(seeds, trials, functions=None):
         if functions and name not in functions:
             continue
         for kind in ("optuna-tpe", "optuna-tpe-multivariate"):
+            if ("multivariate" if kind.endswith("multivariate") else "univariate") not in modes:
+                continue
             regrets = {25: [], 50: [], 100: []}
             for seed in range(seeds):
                 sampler = optuna.samplers.TPESampler(seed=seed,
@@ -174,6 +176,7 @@ def main():
     ap.add_argument("--sizes", default="100,1000")
     ap.add_argument("--normalized-kernels", action="store_true")
     ap.add_argument("--functions", default="", help="comma-separated subset, e.g. mixed6")
+    ap.add_argument("--modes", default="univariate,multivariate", help="comma-separated subset")
     args = ap.parse_args()
     normalized = kernels_normalized()
     if args.normalized_kernels and not normalized:
@@ -186,7 +189,8 @@ def main():
     print("optuna", optuna.__version__, "(continuous kernels %s)" %
           ("normalised" if normalized else "unnormalised"))
     if "quality" in args.what:
-        quality(args.seeds, args.trials, [f for f in args.functions.split(",") if f])
+        quality(args.seeds, args.trials, [f for f in args.functions.split(",") if f],
+                [m for m in args.modes.split(",") if m])
     if "timing" in args.what:
         timing([int(s) for s in args.sizes.split(",")])
 

@@ -26,17 +26,37 @@ double Uniform(std::mt19937_64& rng) {
   return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
 }
 
+// A discrete dimension's coordinate of grid-scale value v, and back.
+double GridCoordinate(const ParzenDimension& d, double v) { return d.log ? std::log(v) : v; }
+double GridValue(const ParzenDimension& d, double x) { return d.log ? std::exp(x) : x; }
+
 // The interval the kernels of a numerical dimension live on.
 double LowerEdge(const ParzenDimension& d) {
-  return d.kind == ParzenDimension::Kind::kDiscrete ? d.low - 0.5 * d.step : d.low;
+  return d.kind == ParzenDimension::Kind::kDiscrete ? GridCoordinate(d, d.low - 0.5 * d.step) : d.low;
 }
 double UpperEdge(const ParzenDimension& d) {
-  return d.kind == ParzenDimension::Kind::kDiscrete ? d.high + 0.5 * d.step : d.high;
+  return d.kind == ParzenDimension::Kind::kDiscrete ? GridCoordinate(d, d.high + 0.5 * d.step)
+                                                    : d.high;
 }
 
+// The coordinate of the grid point nearest to coordinate x (rounded on the
+// grid's own scale, as Optuna rounds after undoing the log).
 double SnapToGrid(const ParzenDimension& d, double x) {
-  double v = d.low + std::round((x - d.low) / d.step) * d.step;
-  return std::clamp(v, d.low, d.high);
+  double v = d.low + std::round((GridValue(d, x) - d.low) / d.step) * d.step;
+  return GridCoordinate(d, std::clamp(v, d.low, d.high));
+}
+
+// Coordinates of the edges of grid point x's cell, inside [lo, hi].
+void CellEdges(const ParzenDimension& d, double x, double lo, double hi, double* cell_lo,
+               double* cell_hi) {
+  if (d.log) {
+    const double v = GridValue(d, SnapToGrid(d, x));
+    *cell_lo = std::max(std::log(v - 0.5 * d.step), lo);
+    *cell_hi = std::min(std::log(v + 0.5 * d.step), hi);
+  } else {
+    *cell_lo = std::max(x - 0.5 * d.step, lo);
+    *cell_hi = std::min(x + 0.5 * d.step, hi);
+  }
 }
 
 bool IsLogScaled(const Distribution& dist) {
@@ -47,7 +67,7 @@ bool IsLogScaled(const Distribution& dist) {
 
 }  // namespace
 
-ParzenDimension ParzenDimensionOf(const Distribution& dist) {
+ParzenDimension ParzenDimensionOf(const Distribution& dist, ParzenRules rules) {
   ParzenDimension d;
   if (auto* c = std::get_if<CategoricalDistribution>(&dist)) {
     d.kind = ParzenDimension::Kind::kCategorical;
@@ -65,7 +85,14 @@ ParzenDimension ParzenDimensionOf(const Distribution& dist) {
     high = static_cast<double>(i.high);
     step = static_cast<double>(i.step);
   }
-  if (IsLogScaled(dist)) {
+  const bool log_int = std::holds_alternative<IntDistribution>(dist) && IsLogScaled(dist);
+  if (log_int && rules == ParzenRules::kOptuna5 && low - 0.5 * step > 0) {
+    d.kind = ParzenDimension::Kind::kDiscrete;
+    d.log = true;
+    d.step = step;
+    d.low = low;
+    d.high = low + static_cast<double>(*Cardinality(dist) - 1) * step;
+  } else if (IsLogScaled(dist)) {
     d.kind = ParzenDimension::Kind::kContinuous;
     double lo = low - 0.5 * step, hi = high + 0.5 * step;
     if (lo <= 0) lo = 0.5 * low;
@@ -99,8 +126,8 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
                                  const std::vector<double>& observations,
                                  const std::vector<double>& weights,
                                  const ParzenEstimatorOptions& options,
-                                 const std::vector<int>* sorted_order) {
-  Fit(std::move(dims), observations, weights, options, sorted_order);
+                                 const std::vector<std::vector<int>>* sorted_orders) {
+  Fit(std::move(dims), observations, weights, options, sorted_orders);
 }
 
 // The per-kernel arrays that the builders resize and then overwrite entirely
@@ -115,7 +142,7 @@ void ParzenEstimator::ClearAxis(Axis* axis) {
 
 void ParzenEstimator::Fit(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
                           const std::vector<double>& weights, const ParzenEstimatorOptions& options,
-                          const std::vector<int>* sorted_order) {
+                          const std::vector<std::vector<int>>* sorted_orders) {
   // Every buffer keeps its capacity: a refit allocates nothing once warm.
   dims_ = std::move(dims);
   options_ = options;
@@ -148,7 +175,9 @@ void ParzenEstimator::Fit(std::vector<ParzenDimension> dims, const std::vector<d
     if (dims_[j].kind == ParzenDimension::Kind::kCategorical) {
       BuildCategoricalAxis(j, column, n);
     } else {
-      BuildNumericalAxis(j, column, n, d == 1 ? sorted_order : nullptr);
+      const std::vector<int>* order = nullptr;
+      if (sorted_orders && static_cast<int>(sorted_orders->size()) == d) order = &(*sorted_orders)[j];
+      BuildNumericalAxis(j, column, n, order);
     }
   }
   if (d == 1) MergeDuplicateKernels();
@@ -183,7 +212,7 @@ void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& colum
   if (has_prior_) axis.mu.push_back(0.5 * (lo + hi));
   axis.sigma.resize(k_total);
 
-  if (options_.multivariate && options_.scott_bandwidth) {
+  if (options_.multivariate && options_.rules == ParzenRules::kOptuna3) {
     // Scott's rule as in BOHB; the same bandwidth for every kernel.
     double s0 = kSigma0Magnitude * std::pow(std::max(n, 1), -1.0 / (num_dims() + 4));
     std::fill(axis.sigma.begin(), axis.sigma.end(), s0 * range);
@@ -215,7 +244,7 @@ void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& colum
     }
     // The gaps are taken between the m sorted centres (without the prior's
     // when !prior_in_gaps), listed in `gap_kernel`.
-    const bool skip_prior = has_prior_ && !options_.prior_in_gaps;
+    const bool skip_prior = has_prior_ && options_.rules != ParzenRules::kOptuna3;
     std::vector<double>& ext = scratch_a_;
     std::vector<int>& gap_kernel = scratch_ints_;
     ext.resize(k_total + 2);
@@ -294,6 +323,7 @@ bool ParzenEstimator::IndexDiscreteCentres(int j) {
   // Centres are grid points: index them directly when the grid is small;
   // chain_ links the entries of one grid point (different widths).
   const int64_t grid = std::llround((dim.high - dim.low) / dim.step) + 1;
+  const bool log = dim.log;
   std::vector<int>& by_grid = scratch_grid_;
   by_grid.assign(grid <= 65536 ? static_cast<size_t>(grid) : 0, -1);
   std::vector<int>& chain = scratch_chain_;
@@ -306,9 +336,10 @@ bool ParzenEstimator::IndexDiscreteCentres(int j) {
   std::unordered_map<std::pair<double, double>, int, PairHash> other;
   for (int k = 0; k < k_total; ++k) {
     const int next = static_cast<int>(axis.centre_kernel.size());
-    int64_t g = std::llround((axis.mu[k] - dim.low) / dim.step);
+    int64_t g = std::llround((GridValue(dim, axis.mu[k]) - dim.low) / dim.step);
     int entry;
-    if (!by_grid.empty() && g >= 0 && g < grid && axis.mu[k] == dim.low + g * dim.step) {
+    if (!by_grid.empty() && g >= 0 && g < grid &&
+        axis.mu[k] == (log ? std::log(dim.low + g * dim.step) : dim.low + g * dim.step)) {
       int& head = by_grid[static_cast<size_t>(g)];
       entry = head;
       while (entry >= 0 && axis.sigma[axis.centre_kernel[entry]] != axis.sigma[k]) entry = chain[entry];
@@ -661,7 +692,8 @@ void ParzenEstimator::LogPdfProduct(const std::vector<double>& x, std::vector<do
       if (s == seen.size()) {
         seen.push_back(v);
         seen_at.push_back(tables.size());
-        const double cell_lo = std::max(v - 0.5 * dim.step, lo), cell_hi = std::min(v + 0.5 * dim.step, hi);
+        double cell_lo, cell_hi;
+        CellEdges(dim, v, lo, hi, &cell_lo, &cell_hi);
         auto mass = [&](int k) {
           return truncnorm::LogGaussMass((cell_lo - axis.mu[k]) * axis.inv_sigma[k],
                                          (cell_hi - axis.mu[k]) * axis.inv_sigma[k]);

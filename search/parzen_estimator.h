@@ -6,11 +6,9 @@
 // centre of the domain). Per dimension it is a truncated normal (continuous),
 // a truncated normal integrated over one grid cell (discrete: int and
 // quantized), or a categorical distribution smoothed by the prior weight.
-// Bandwidths follow Optuna: the larger gap to the sorted neighbours (Optuna
-// 3.1 counts the prior's centre as a neighbour, 5.0 does not), or in
-// multivariate mode Scott's rule 0.2 n^(-1/(d+4)) (BOHB; Optuna 3.x, while
-// 5.0 uses the gaps there too), all clipped to [range / min(100, 1 + K),
-// range] by the "magic clip".
+// Bandwidths follow Optuna: the larger gap to the sorted neighbours, clipped
+// to [range / min(100, 1 + K), range] by the "magic clip". Where Optuna
+// releases differ, ParzenRules picks one (see there).
 //
 // Unchanged between Fit calls; const methods are thread-safe (scratch space
 // is per thread) except that Sample advances the caller's rng.
@@ -33,6 +31,23 @@ struct ParzenDimension {
   double low = 0, high = 1;
   double step = 0;    // kDiscrete only
   int n_choices = 0;  // kCategorical only: values are indices 0..n_choices-1
+  // kDiscrete only: coordinates are the logs of grid values. low, high and
+  // step stay on the grid's own (linear) scale; the kernels live on
+  // [log(low - step/2), log(high + step/2)] and value v's cell is
+  // [log(v - step/2), log(v + step/2)].
+  bool log = false;
+};
+
+// Where Optuna releases build the estimator differently.
+enum class ParzenRules {
+  // Optuna 4 and 5 (the default): neighbour-gap bandwidths in every mode,
+  // the prior's centre not among the neighbours, log ints as discrete cells
+  // in log space.
+  kOptuna5,
+  // Optuna 3.x: Scott's rule 0.2 n^(-1/(d+4)) of the range in multivariate
+  // mode (as BOHB), the prior's centre among the neighbours, log ints as a
+  // continuous density in log space (rounded after sampling).
+  kOptuna3,
 };
 
 struct ParzenEstimatorOptions {
@@ -41,19 +56,16 @@ struct ParzenEstimatorOptions {
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
   bool multivariate = false;
-  // Multivariate bandwidths: Scott's rule (Optuna 3.x, BOHB) when true,
-  // else the neighbour gaps of each axis as in univariate mode (Optuna 5).
-  bool scott_bandwidth = true;
-  // Whether the prior's centre is one of the neighbours that set the gaps
-  // (Optuna 3.x) or not (Optuna 5).
-  bool prior_in_gaps = true;
+  // The axes must come from ParzenDimensionOf with the same rules.
+  ParzenRules rules = ParzenRules::kOptuna5;
 };
 
 // The estimator's axis for `dist`: categorical for choices, discrete for
-// int and quantized domains, continuous otherwise. Log domains are
-// continuous in log space, widened by half a step when stepped and rounded
-// back onto the grid (Optuna's treatment of log ints).
-ParzenDimension ParzenDimensionOf(const Distribution& dist);
+// int and quantized domains, continuous otherwise. Log ints are discrete in
+// log space under kOptuna5; under kOptuna3 continuous in log space, widened
+// by half a step and rounded back onto the grid.
+ParzenDimension ParzenDimensionOf(const Distribution& dist,
+                                  ParzenRules rules = ParzenRules::kOptuna5);
 // Estimator coordinate of an internal value (ToInternal): log for log domains.
 double ToParzenCoordinate(const Distribution& dist, double internal);
 // Internal value of the domain point nearest to estimator coordinate x.
@@ -65,19 +77,19 @@ class ParzenEstimator {
   // dimension (categorical: an index; discrete: a grid point). `weights`: n
   // non-negative values, unnormalised, not all zero (Optuna's weights ramp).
   // With n == 0 the estimator is the prior alone.
-  // `sorted_order` (optional, one numerical dimension only): the observation
-  // indices ordered by value, ties by index; saves the estimator a sort when
-  // the caller keeps its history sorted.
+  // `sorted_orders` (optional): per dimension, the observation indices
+  // ordered by value, ties by index, or an empty list; saves the estimator
+  // a sort per numerical dimension when the caller keeps its history sorted.
   ParzenEstimator(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
                   const std::vector<double>& weights, const ParzenEstimatorOptions& options,
-                  const std::vector<int>* sorted_order = nullptr);
+                  const std::vector<std::vector<int>>* sorted_orders = nullptr);
   // An empty estimator; Fit before use.
   ParzenEstimator() = default;
   // Rebuilds the estimator in place (same arguments as the constructor),
   // reusing its buffers: a sampler refits two estimators per suggestion.
   void Fit(std::vector<ParzenDimension> dims, const std::vector<double>& observations,
            const std::vector<double>& weights, const ParzenEstimatorOptions& options,
-           const std::vector<int>* sorted_order = nullptr);
+           const std::vector<std::vector<int>>* sorted_orders = nullptr);
 
   int num_dims() const { return static_cast<int>(dims_.size()); }
   // Number of mixture components after merging identical kernels.

@@ -214,11 +214,19 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
   // Optuna splits all ranked trials, then drops those lacking a parameter.
   split->below.clear();
   split->above.clear();
-  split->above_order.clear();
-  const bool want_order = d == 1 && !options_.multivariate &&
-                          !std::holds_alternative<CategoricalDistribution>(*dists[0]);
+  // The estimator sorts each numerical axis for the neighbour gaps (not
+  // with Scott's rule); the columns keep every trial sorted, so the above
+  // rows' orders are filtered out of them instead.
+  const bool gaps = !options_.multivariate || options_.parzen_rules != ParzenRules::kOptuna3;
+  std::vector<char> want_order(d, 0);
+  bool any_order = false;
+  for (int j = 0; j < d; ++j) {
+    want_order[j] = gaps && !std::holds_alternative<CategoricalDistribution>(*dists[j]);
+    any_order = any_order || want_order[j];
+  }
+  split->above_orders.resize(d);
   std::vector<int>& above_index = above_index_;  // history position -> above row
-  if (want_order) above_index.assign(history.size(), -1);
+  if (any_order) above_index.assign(history.size(), -1);
   int n_above = 0;
   for (size_t pos = 0; pos < history.size(); ++pos) {
     const signed char g = rank.group[pos];
@@ -226,15 +234,17 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
     auto& dst = g ? split->below : split->above;
     for (int j = 0; j < d; ++j) dst.push_back(columns[j]->coords[pos]);
     if (!g) {
-      if (want_order) above_index[pos] = n_above;
+      if (any_order) above_index[pos] = n_above;
       ++n_above;
     }
   }
-  if (want_order) {
-    // The column keeps every trial sorted: filter it down to the above rows.
-    split->above_order.reserve(n_above);
-    for (int pos : columns[0]->sorted)
-      if (above_index[pos] >= 0) split->above_order.push_back(above_index[pos]);
+  for (int j = 0; j < d; ++j) {
+    std::vector<int>& order = split->above_orders[j];
+    order.clear();
+    if (!want_order[j]) continue;
+    order.reserve(n_above);
+    for (int pos : columns[j]->sorted)
+      if (above_index[pos] >= 0) order.push_back(above_index[pos]);
   }
   split->below_weights = DefaultWeights(static_cast<int>(split->below.size()) / std::max(d, 1));
   split->above_weights = DefaultWeights(static_cast<int>(split->above.size()) / std::max(d, 1));
@@ -246,20 +256,18 @@ std::vector<std::vector<double>> TpeSampler::RankedCandidates(
   const int d = split.d;
   std::vector<ParzenDimension> axes;
   axes.reserve(d);
-  for (const Distribution* dist : dists) axes.push_back(ParzenDimensionOf(*dist));
+  for (const Distribution* dist : dists) axes.push_back(ParzenDimensionOf(*dist, options_.parzen_rules));
   ParzenEstimatorOptions pe;
   pe.consider_prior = options_.consider_prior;
   pe.prior_weight = options_.prior_weight;
   pe.consider_magic_clip = options_.consider_magic_clip;
   pe.consider_endpoints = options_.consider_endpoints;
   pe.multivariate = options_.multivariate;
-  pe.scott_bandwidth = options_.scott_bandwidth;
-  pe.prior_in_gaps = options_.prior_in_gaps;
+  pe.rules = options_.parzen_rules;
   ParzenEstimator& l = below_model_;
   ParzenEstimator& g = above_model_;
   l.Fit(axes, split.below, split.below_weights, pe);
-  g.Fit(axes, split.above, split.above_weights, pe,
-        split.above_order.empty() ? nullptr : &split.above_order);
+  g.Fit(axes, split.above, split.above_weights, pe, &split.above_orders);
 
   std::vector<double> x;
   l.Sample(rng_, n_candidates, &x);

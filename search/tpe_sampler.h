@@ -46,11 +46,9 @@ struct TpeSamplerOptions {
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
   bool multivariate = false;
-  // Bandwidth semantics (see ParzenEstimatorOptions). The defaults are
-  // Optuna 3.x's: Scott's rule in multivariate mode, the prior's centre
-  // among the neighbours. Both false: Optuna 5.0's neighbour gaps.
-  bool scott_bandwidth = true;
-  bool prior_in_gaps = true;
+  // Which Optuna release's Parzen estimator to follow where they differ
+  // (bandwidths, log ints; see ParzenRules).
+  ParzenRules parzen_rules = ParzenRules::kOptuna5;
   bool constant_liar = true;
   bool maximize = false;  // the objective's direction (Trial::value is raw)
   uint64_t seed = 0;
@@ -88,8 +86,9 @@ class TpeSampler : public Sampler {
     // Internal values of every trial in the history that has all parameters
     // (any state): a suggestion equal to one of these is a duplicate.
     std::vector<double> taken;
-    // One numerical parameter: the above rows ordered by value (ties by row).
-    std::vector<int> above_order;
+    // Per parameter, the above rows ordered by value (ties by row) where
+    // the estimator sorts them (neighbour-gap bandwidths), else empty.
+    std::vector<std::vector<int>> above_orders;
   };
 
   // Fills `split` from `history` for the parameters `names`; false while in

@@ -30,8 +30,9 @@ Distribution FromJson(const nlohmann::json& p) {
   return i;
 }
 
-TEST_CASE("ParzenEstimator log-density matches Optuna", "[parzen][golden]") {
-  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/tests/search/golden/parzen_golden.json");
+// One golden file per Optuna release whose bandwidth rule we implement.
+void CheckGoldenFile(const std::string& file, ParzenRules rules) {
+  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/tests/search/golden/" + file);
   REQUIRE(in.good());
   nlohmann::json golden = nlohmann::json::parse(in);
   REQUIRE(golden["cases"].size() >= 10);
@@ -41,7 +42,7 @@ TEST_CASE("ParzenEstimator log-density matches Optuna", "[parzen][golden]") {
     std::vector<std::string> names;
     for (const auto& p : c["params"]) {
       dists.push_back(FromJson(p));
-      axes.push_back(ParzenDimensionOf(dists.back()));
+      axes.push_back(ParzenDimensionOf(dists.back(), rules));
       names.push_back(p["name"]);
     }
     const size_t d = names.size();
@@ -60,15 +61,25 @@ TEST_CASE("ParzenEstimator log-density matches Optuna", "[parzen][golden]") {
     o.consider_magic_clip = c["options"]["consider_magic_clip"];
     o.consider_endpoints = c["options"]["consider_endpoints"];
     o.multivariate = c["options"]["multivariate"];
+    o.rules = rules;
     ParzenEstimator pe(axes, obs, DefaultWeights(static_cast<int>(n)), o);
     std::vector<double> got;
     pe.LogPdf(pts, &got);
     REQUIRE(got.size() == m);
     for (size_t i = 0; i < m; ++i) {
-      INFO("case " << c["name"] << " point " << i);
+      INFO(file << " case " << c["name"] << " point " << i);
       CHECK(got[i] == Approx(c["log_pdf"][i].get<double>()).epsilon(1e-9).margin(1e-9));
     }
   }
+}
+
+TEST_CASE("ParzenEstimator log-density matches Optuna 3.1", "[parzen][golden]") {
+  CheckGoldenFile("parzen_golden.json", ParzenRules::kOptuna3);
+}
+
+TEST_CASE("ParzenEstimator log-density matches Optuna 5 (neighbour-gap bandwidths)",
+          "[parzen][golden]") {
+  CheckGoldenFile("parzen_golden_optuna5.json", ParzenRules::kOptuna5);
 }
 
 TEST_CASE("DefaultWeights and DefaultGamma follow Optuna", "[parzen]") {
@@ -131,6 +142,41 @@ TEST_CASE("ParzenEstimator samples stay in the domain and follow the density", "
     double mean_uniform = 0;
     for (double v : lp) mean_uniform += v / lp.size();
     CHECK(mean_sampled > mean_uniform + 0.5);
+  }
+}
+
+TEST_CASE("log ints are discrete cells in log space under Optuna 5's rules", "[parzen]") {
+  const Distribution r = IntDistribution{1, 64, true, 1};
+  const ParzenDimension dim5 = ParzenDimensionOf(r, ParzenRules::kOptuna5);
+  const ParzenDimension dim3 = ParzenDimensionOf(r, ParzenRules::kOptuna3);
+  CHECK(dim5.kind == ParzenDimension::Kind::kDiscrete);
+  CHECK(dim5.log);
+  CHECK(dim3.kind == ParzenDimension::Kind::kContinuous);
+  std::vector<double> obs;
+  for (double v : {4.0, 8.0, 8.0, 32.0, 1.0, 2.0}) obs.push_back(ToParzenCoordinate(r, v));
+  for (bool multivariate : {false, true}) {
+    ParzenEstimatorOptions o;
+    o.multivariate = multivariate;
+    ParzenEstimator pe({dim5}, obs, DefaultWeights(static_cast<int>(obs.size())), o);
+    // A probability mass function over the 64 values.
+    std::vector<double> all, lp;
+    for (int v = 1; v <= 64; ++v) all.push_back(ToParzenCoordinate(r, v));
+    pe.LogPdf(all, &lp);
+    double total = 0;
+    for (double v : lp) total += std::exp(v);
+    CHECK(total == Approx(1.0).epsilon(1e-12));
+    // Cells are wider in log space at the small values: 1 outweighs 64.
+    CHECK(lp[0] > lp[63]);
+    // Samples land on the grid, as coordinates of integers.
+    std::mt19937_64 rng(11);
+    std::vector<double> x;
+    pe.Sample(rng, 2000, &x);
+    for (double c : x) {
+      const double v = std::exp(c);
+      REQUIRE(std::abs(v - std::round(v)) < 1e-9);
+      REQUIRE(std::round(v) >= 1);
+      REQUIRE(std::round(v) <= 64);
+    }
   }
 }
 
@@ -222,7 +268,7 @@ TEST_CASE("product log-density with many kernels still sums to one over a discre
   for (int mode = 0; mode < 4; ++mode) {
     ParzenEstimatorOptions o;
     o.multivariate = mode % 2 == 1;
-    o.scott_bandwidth = o.prior_in_gaps = mode < 2;
+    o.rules = mode < 2 ? ParzenRules::kOptuna3 : ParzenRules::kOptuna5;
     ParzenEstimator pe(axes, obs, DefaultWeights(n), o);
     std::vector<double> all;
     for (int a = 0; a <= 4; ++a)

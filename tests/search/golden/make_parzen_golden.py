@@ -1,18 +1,30 @@
 #!/usr/bin/env python3
 """Golden log-densities of Optuna's Parzen estimator for parzen_estimator_test.
 
-Builds optuna.samplers._tpe.parzen_estimator._ParzenEstimator (Optuna 3.1,
-Debian's python3-optuna) on small fixed histories and records log_pdf at
-fixed points. Values are in Optuna's internal representation (numbers as
-is, choice indices for categoricals).
+Builds optuna.samplers._tpe.parzen_estimator._ParzenEstimator on small fixed
+histories and records log_pdf at fixed points. Values are in Optuna's
+internal representation (numbers as is, choice indices for categoricals).
+Two releases, two files:
 
-Optuna 3.1's truncnorm.logpdf leaves out the -log(scale) term of a scaled
-density (later releases add it: `- np.log(scale)` in _truncnorm.logpdf), so
-its continuous kernels are not normalised. The script applies that upstream
-fix before computing; everything else is Optuna 3.1 as shipped.
+- Optuna 3.1 (Debian's python3-optuna) -> parzen_golden.json: Scott's rule
+  for multivariate bandwidths, the prior's centre among the neighbours.
+  3.1's truncnorm.logpdf leaves out the -log(scale) term of a scaled density
+  (later releases add it), so its continuous kernels are not normalised; the
+  script applies that upstream fix before computing. Everything else is 3.1
+  as shipped.
+- Optuna 5.x -> parzen_golden_optuna5.json: neighbour gaps in every mode,
+  the prior's centre not a neighbour, log ints as discrete cells in log
+  space, the prior always on (the cases without a prior are left out).
+  Among equal observations, which one gets which gap depends on the order
+  of numpy's argsort, which is not stable (numpy's SIMD sorts order ties by
+  CPU and build). In multivariate mode that decides which kernel is wide,
+  so the script makes the estimator's argsort stable: ties by observation
+  index, as in tune.
 
-Run with Debian's interpreter (python3-optuna):
+Run:
   /usr/bin/python3 make_parzen_golden.py > parzen_golden.json
+  $VENV/bin/python make_parzen_golden.py > parzen_golden_optuna5.json
+(VENV: a scratch virtual environment with `pip install optuna`.)
 """
 import json
 import sys
@@ -22,18 +34,32 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.samplers._tpe.parzen_estimator import _ParzenEstimator, _ParzenEstimatorParameters
 from optuna.samplers._tpe import _truncnorm
-from optuna.samplers._tpe import parzen_estimator as _pe_module
 from optuna.samplers._tpe.sampler import default_weights
 
-_upstream_logpdf = _truncnorm.logpdf
+OPTUNA_MAJOR = int(optuna.__version__.split(".")[0])
 
+if OPTUNA_MAJOR < 4:
+    from optuna.samplers._tpe import parzen_estimator as _pe_module
 
-def _logpdf_with_scale(x, a, b, loc=0, scale=1):
-    return _upstream_logpdf(x, a, b, loc=loc, scale=scale) - np.log(scale)
+    _upstream_logpdf = _truncnorm.logpdf
 
+    def _logpdf_with_scale(x, a, b, loc=0, scale=1):
+        return _upstream_logpdf(x, a, b, loc=loc, scale=scale) - np.log(scale)
 
-_pe_module.truncnorm.logpdf = _logpdf_with_scale
+    _pe_module.truncnorm.logpdf = _logpdf_with_scale
+else:
+    from optuna.samplers._tpe import parzen_estimator as _pe_module
 
+    class _NumpyWithStableArgsort:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def argsort(a, *args, **kwargs):
+            kwargs.setdefault("kind", "stable")
+            return np.argsort(a, *args, **kwargs)
+
+    _pe_module.np = _NumpyWithStableArgsort()
 
 def dist_json(d):
     if isinstance(d, CategoricalDistribution):
@@ -45,8 +71,14 @@ def dist_json(d):
 
 def case(name, space, obs, points, consider_prior=True, prior_weight=1.0, magic_clip=True,
          endpoints=False, multivariate=False):
-    params = _ParzenEstimatorParameters(consider_prior, prior_weight, magic_clip, endpoints,
-                                        default_weights, multivariate)
+    if OPTUNA_MAJOR < 4:
+        params = _ParzenEstimatorParameters(consider_prior, prior_weight, magic_clip, endpoints,
+                                            default_weights, multivariate)
+    elif not consider_prior:
+        return None  # 5.x always has the prior
+    else:
+        params = _ParzenEstimatorParameters(prior_weight, magic_clip, endpoints, default_weights,
+                                            multivariate)
     observations = {k: np.asarray(v, dtype=float) for k, v in obs.items()}
     pe = _ParzenEstimator(observations, space, params)
     samples = {k: np.asarray(v, dtype=float) for k, v in points.items()}
@@ -112,7 +144,10 @@ def main():
            "n": list(rng.randint(1, 9, 30)), "c": list(rng.randint(0, 4, 30)),
            "x": list(rng.uniform(0, 10, 30))}
     cases.append(case("multivariate_ramp", mixed, big, mixed_pts, multivariate=True))
-    json.dump({"optuna_version": optuna.__version__, "patch": "truncnorm.logpdf - log(scale)",
+    cases = [c for c in cases if c is not None]
+    bandwidths = "optuna3" if OPTUNA_MAJOR < 4 else "optuna5"
+    patch = "truncnorm.logpdf - log(scale)" if OPTUNA_MAJOR < 4 else "none"
+    json.dump({"optuna_version": optuna.__version__, "bandwidths": bandwidths, "patch": patch,
                "cases": cases}, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
