@@ -38,6 +38,7 @@ Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
     o.consider_endpoints = t.consider_endpoints;
     o.multivariate = t.multivariate;
     o.constant_liar = t.constant_liar;
+    o.parzen_rules = t.parzen_rules == "optuna3" ? ParzenRules::kOptuna3 : ParzenRules::kOptuna5;
     o.maximize = spec.objective.mode == Mode::kMax;
     o.seed = spec.search.seed;
     return std::unique_ptr<Sampler>(new TpeSampler(o));

@@ -29,7 +29,8 @@ constexpr int64_t kMaxGridPoints = 10'000'000;
 
 const std::vector<std::string> kTpeKeys = {
     "n_startup_trials", "n_ei_candidates",    "gamma",         "prior_weight",      "multivariate",
-    "constant_liar",    "consider_endpoints", "consider_magic_clip", "consider_prior"};
+    "constant_liar",    "consider_endpoints", "consider_magic_clip", "consider_prior",
+    "parzen_rules"};
 
 bool NoSpace(const std::string& s) {
   return !s.empty() && spec_internal::Matches(s, "[^\\s=,]+");
@@ -186,6 +187,7 @@ Status ParseTpe(const ObjectReader& s, TpeOptions* tpe) {
   TUNE_RETURN_IF_ERROR(s.Bool("constant_liar", &tpe->constant_liar));
   TUNE_RETURN_IF_ERROR(s.Bool("consider_endpoints", &tpe->consider_endpoints));
   TUNE_RETURN_IF_ERROR(s.Bool("consider_magic_clip", &tpe->consider_magic_clip));
+  TUNE_RETURN_IF_ERROR(s.Enum("parzen_rules", {"optuna5", "optuna3"}, &tpe->parzen_rules));
   return s.Bool("consider_prior", &tpe->consider_prior);
 }
 

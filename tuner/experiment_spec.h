@@ -37,6 +37,10 @@ struct TpeOptions {
   bool consider_endpoints = false;
   bool consider_magic_clip = true;
   bool consider_prior = true;
+  // Which Optuna release's Parzen estimator: "optuna5" (neighbour-gap
+  // bandwidths in every mode, log ints as discrete cells) or "optuna3"
+  // (Scott's rule in multivariate mode, log ints continuous).
+  std::string parzen_rules = "optuna5";
 };
 
 struct SearchOptions {

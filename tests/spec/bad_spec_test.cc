@@ -124,6 +124,8 @@ const BadCase kCases[] = {
      "at least 1", "0"},
     {R"({"search": {"algorithm": "tpe", "multivariate": "yes"}})", "search.multivariate",
      "true or false", "\"yes\""},
+    {R"({"search": {"algorithm": "tpe", "parzen_rules": "optuna4"}})", "search.parzen_rules",
+     "\"optuna5\" or \"optuna3\"", "\"optuna4\""},
     {R"({"search": "tpe"})", "search", "an object", "\"tpe\""},
     {R"({"search": {"algorithm": "grid"}})", "parameters.lr", "a discrete parameter",
      "loguniform(1e-05, 0.01)"},

@@ -155,6 +155,7 @@ TEST_CASE("spec: absent keys get their documented defaults", "[spec]") {
   CHECK(spec.search.tpe.prior_weight == 1.0);
   CHECK_FALSE(spec.search.tpe.multivariate);
   CHECK(spec.search.tpe.constant_liar);
+  CHECK(spec.search.tpe.parzen_rules == "optuna5");
 
   CHECK(spec.scheduler.type == "fifo");
   CHECK(spec.scheduler.time_attr == "step");
@@ -194,7 +195,7 @@ TEST_CASE("spec: the SPEC section 2 example parses with every value", "[spec]") 
       "warmup_steps":  {"type": "randint", "low": 0, "high": 50}
     },
     "search":    {"algorithm": "tpe", "seed": 7, "n_startup_trials": 8, "gamma": 0.2,
-                  "constant_liar": false, "multivariate": true},
+                  "constant_liar": false, "multivariate": true, "parzen_rules": "optuna3"},
     "scheduler": {"type": "asha", "time_attr": "step", "max_t": 200, "grace_period": 20,
                   "reduction_factor": 3, "brackets": 1},
     "limits":    {"max_trials": 24, "max_concurrent_trials": 2, "max_failed_trials": 3,
@@ -222,6 +223,7 @@ TEST_CASE("spec: the SPEC section 2 example parses with every value", "[spec]") 
   CHECK(spec.search.tpe.gamma == 0.2);
   CHECK_FALSE(spec.search.tpe.constant_liar);
   CHECK(spec.search.tpe.multivariate);
+  CHECK(spec.search.tpe.parzen_rules == "optuna3");
   CHECK(spec.scheduler.type == "asha");
   CHECK(spec.scheduler.max_t == 200);
   CHECK(spec.scheduler.grace_period == 20);
