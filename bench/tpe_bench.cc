@@ -3,7 +3,7 @@
 // space of issue 3. bench/tpe_optuna.py runs Optuna's TPE on the same
 // functions; results are recorded in bench/RESULTS.md.
 //
-//   tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes 100,1000,10000] [--reps N]
+//   tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--trials N] [--sizes 100,1000,10000] [--reps N]
 //             [--only tpe|tpe-multivariate] [--parzen-rules optuna5|optuna3]
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
@@ -135,14 +135,14 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - lo) * (v[hi] - v[lo]);
 }
 
-void Quality(int seeds, int trials) {
+void Quality(int first_seed, int seeds, int trials) {
   const std::vector<int> checkpoints = {25, 50, 100};
   std::printf("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] | regret@100 median [q1, q3] |\n");
   std::printf("|---|---|---|---|---|\n");
   for (const Problem& problem : {Branin(), Hartmann6(), Mixed6()}) {
     for (const std::string kind : {"random", "tpe", "tpe-multivariate"}) {
       std::vector<std::vector<double>> regret(checkpoints.size());
-      for (int seed = 0; seed < seeds; ++seed) {
+      for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
         auto sampler = MakeSampler(kind, seed);
         History history;
         double best = INFINITY;
@@ -226,7 +226,7 @@ void Timing(const std::vector<int>& sizes, int reps_override, const std::string&
 
 int main(int argc, char** argv) {
   bool quality = false, timing = false;
-  int seeds = 20, trials = 100, reps = 0;
+  int seeds = 20, first_seed = 0, trials = 100, reps = 0;
   std::string only;
   std::vector<int> sizes = {100, 1000, 10000};
   for (int i = 1; i < argc; ++i) {
@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
     if (a == "quality") quality = true;
     else if (a == "timing") timing = true;
     else if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
+    else if (a == "--first-seed" && i + 1 < argc) first_seed = std::atoi(argv[++i]);
     else if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
@@ -255,14 +256,14 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
       return 2;
     }
   }
   if (!quality && !timing) quality = timing = true;
   std::printf("parzen rules: %s\n\n",
               tune::g_parzen_rules == tune::ParzenRules::kOptuna5 ? "optuna5" : "optuna3");
-  if (quality) tune::Quality(seeds, trials);
+  if (quality) tune::Quality(first_seed, seeds, trials);
   if (timing) tune::Timing(sizes, reps, only);
   return 0;
 }

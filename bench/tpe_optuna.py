@@ -97,7 +97,7 @@ PROBLEMS = [("branin", branin, 0.397887357729739), ("hartmann6", hartmann6, -3.3
             ("mixed6", mixed6, 0.0)]
 
 
-def quality(seeds, trials, functions=None, modes=("univariate", "multivariate")):
+def quality(seeds, trials, functions=None, modes=("univariate", "multivariate"), first_seed=0):
     print("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] "
           "| regret@100 median [q1, q3] |")
     print("|---|---|---|---|---|")
@@ -108,7 +108,7 @@ def quality(seeds, trials, functions=None, modes=("univariate", "multivariate"))
             if ("multivariate" if kind.endswith("multivariate") else "univariate") not in modes:
                 continue
             regrets = {25: [], 50: [], 100: []}
-            for seed in range(seeds):
+            for seed in range(first_seed, first_seed + seeds):
                 sampler = optuna.samplers.TPESampler(seed=seed,
                                                      multivariate=kind.endswith("multivariate"))
                 study = optuna.create_study(sampler=sampler)
@@ -172,6 +172,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("what", nargs="*", default=["quality", "timing"])
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--sizes", default="100,1000")
     ap.add_argument("--normalized-kernels", action="store_true")
@@ -190,7 +191,7 @@ def main():
           ("normalised" if normalized else "unnormalised"))
     if "quality" in args.what:
         quality(args.seeds, args.trials, [f for f in args.functions.split(",") if f],
-                [m for m in args.modes.split(",") if m])
+                [m for m in args.modes.split(",") if m], args.first_seed)
     if "timing" in args.what:
         timing([int(s) for s in args.sizes.split(",")])
 
