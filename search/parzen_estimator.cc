@@ -39,18 +39,21 @@ double UpperEdge(const ParzenDimension& d) {
                                                     : d.high;
 }
 
-// The coordinate of the grid point nearest to coordinate x (rounded on the
-// grid's own scale, as Optuna rounds after undoing the log).
-double SnapToGrid(const ParzenDimension& d, double x) {
+// The grid point nearest to coordinate x, on the grid's own scale (rounded
+// there, as Optuna rounds after undoing the log), and its coordinate.
+double NearestGridValue(const ParzenDimension& d, double x) {
   double v = d.low + std::round((GridValue(d, x) - d.low) / d.step) * d.step;
-  return GridCoordinate(d, std::clamp(v, d.low, d.high));
+  return std::clamp(v, d.low, d.high);
+}
+double SnapToGrid(const ParzenDimension& d, double x) {
+  return GridCoordinate(d, NearestGridValue(d, x));
 }
 
 // Coordinates of the edges of grid point x's cell, inside [lo, hi].
 void CellEdges(const ParzenDimension& d, double x, double lo, double hi, double* cell_lo,
                double* cell_hi) {
   if (d.log) {
-    const double v = GridValue(d, SnapToGrid(d, x));
+    const double v = NearestGridValue(d, x);
     *cell_lo = std::max(std::log(v - 0.5 * d.step), lo);
     *cell_hi = std::min(std::log(v + 0.5 * d.step), hi);
   } else {
@@ -242,8 +245,8 @@ void ParzenEstimator::BuildNumericalAxis(int j, const std::vector<double>& colum
       std::sort(sorted.begin(), sorted.end());
       for (int r = 0; r < k_total; ++r) order[r] = sorted[r].second;
     }
-    // The gaps are taken between the m sorted centres (without the prior's
-    // when !prior_in_gaps), listed in `gap_kernel`.
+    // The gaps are taken between the m sorted centres (the prior's only
+    // under Optuna 3's rules), listed in `gap_kernel`.
     const bool skip_prior = has_prior_ && options_.rules != ParzenRules::kOptuna3;
     std::vector<double>& ext = scratch_a_;
     std::vector<int>& gap_kernel = scratch_ints_;
