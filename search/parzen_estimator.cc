@@ -158,16 +158,25 @@ void ParzenEstimator::Fit(std::vector<ParzenDimension> dims, const std::vector<d
   has_prior_ = options_.consider_prior || n == 0;  // an empty model is the prior
   const int k_total = n + (has_prior_ ? 1 : 0);
 
+  // The normalised weights and their logs depend only on the input weights
+  // (and the prior's): a univariate sampler refits with the same ones for
+  // every parameter of a trial, so the last ones are kept.
   std::vector<double>& w = scratch_a_;
   w.assign(weights.begin(), weights.end());
   if (has_prior_) w.push_back(options_.prior_weight);
-  double total = std::accumulate(w.begin(), w.end(), 0.0);
-  TUNE_CHECK(total > 0);
-  weights_.resize(k_total);
-  log_weights_.resize(k_total);
-  for (int k = 0; k < k_total; ++k) weights_[k] = w[k] / total;
-  // Vectorised: the above model has a log weight per trial.
-  ArrayMap(log_weights_.data(), k_total) = ConstArrayMap(weights_.data(), k_total).log();
+  if (w != weights_key_) {
+    double total = std::accumulate(w.begin(), w.end(), 0.0);
+    TUNE_CHECK(total > 0);
+    norm_weights_.resize(k_total);
+    log_norm_weights_.resize(k_total);
+    for (int k = 0; k < k_total; ++k) norm_weights_[k] = w[k] / total;
+    // Vectorised: the above model has a log weight per trial.
+    ArrayMap(log_norm_weights_.data(), k_total) = ConstArrayMap(norm_weights_.data(), k_total).log();
+    weights_key_.swap(w);
+  }
+  // Copies: merging duplicate kernels rewrites weights_ and log_weights_.
+  weights_.assign(norm_weights_.begin(), norm_weights_.end());
+  log_weights_.assign(log_norm_weights_.begin(), log_norm_weights_.end());
 
   axes_.resize(d);
   for (Axis& axis : axes_) ClearAxis(&axis);
@@ -606,8 +615,11 @@ void ParzenEstimator::LogPdfWindowed(const std::vector<double>& x, std::vector<d
       continue;
     }
     // Clamping at -700 keeps exp() off its slow underflow path; such terms
-    // are below 1e-304 of the largest and do not change the sum.
-    (*out)[i] = mx + std::log((t - mx).max(-700.0).exp().sum());
+    // are below 1e-304 of the largest and do not change the sum. ExpSum
+    // gives Eigen's exp().sum() of the shifted terms bit for bit.
+    ArrayMap shifted(terms.data(), static_cast<Eigen::Index>(used));
+    shifted = (shifted - mx).max(-700.0);
+    (*out)[i] = mx + std::log(internal::ExpSum(terms.data(), static_cast<int>(used), 0.0));
   }
 }
 

@@ -144,6 +144,9 @@ class ParzenEstimator {
   ParzenEstimatorOptions options_;
   bool has_prior_ = false;
   std::vector<double> weights_, log_weights_, cum_weights_;
+  // The last input weights (prior's appended) and their normalised values
+  // and logs, reused by a refit with the same weights.
+  std::vector<double> weights_key_, norm_weights_, log_norm_weights_;
   // Product path (no blocks_): per kernel, every term that does not depend
   // on the point: log weight, numerical normalisers, categorical base.
   std::vector<double> const_term_;

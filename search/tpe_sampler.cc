@@ -246,8 +246,13 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
     for (int pos : columns[j]->sorted)
       if (above_index[pos] >= 0) order.push_back(above_index[pos]);
   }
-  split->below_weights = DefaultWeights(static_cast<int>(split->below.size()) / std::max(d, 1));
-  split->above_weights = DefaultWeights(static_cast<int>(split->above.size()) / std::max(d, 1));
+  // The weights depend only on the row count, and are only ever set here.
+  auto set_weights = [&](const std::vector<double>& rows, std::vector<double>* w) {
+    const int n = static_cast<int>(rows.size()) / std::max(d, 1);
+    if (static_cast<int>(w->size()) != n) *w = DefaultWeights(n);
+  };
+  set_weights(split->below, &split->below_weights);
+  set_weights(split->above, &split->above_weights);
   return true;
 }
 
