@@ -3,7 +3,7 @@
 // space of issue 3. bench/tpe_optuna.py runs Optuna's TPE on the same
 // functions; results are recorded in bench/RESULTS.md.
 //
-//   tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--trials N] [--sizes 100,1000,10000] [--reps N]
+//   tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes 100,1000,10000] [--reps N]
 //             [--only tpe|tpe-multivariate] [--parzen-rules optuna5|optuna3]
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
@@ -135,6 +135,10 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - lo) * (v[hi] - v[lo]);
 }
 
+// --dump FILE: one JSON line per run with the regret at the last checkpoint
+// (bench/compare_regrets.py reads them next to tpe_optuna.py's).
+std::FILE* g_dump = nullptr;
+
 void Quality(int first_seed, int seeds, int trials) {
   const std::vector<int> checkpoints = {25, 50, 100};
   std::printf("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] | regret@100 median [q1, q3] |\n");
@@ -161,6 +165,13 @@ void Quality(int first_seed, int seeds, int trials) {
           for (size_t c = 0; c < checkpoints.size(); ++c)
             if (i + 1 == checkpoints[c]) regret[c].push_back(best - problem.optimum);
         }
+        if (g_dump)
+          std::fprintf(g_dump,
+                       "{\"function\": \"%s\", \"mode\": \"%s\", \"seed\": %d, \"trials\": %d, "
+                       "\"regret\": %.17g}\n",
+                       problem.name.c_str(),
+                       kind == "random" ? "random" : kind == "tpe" ? "univariate" : "multivariate",
+                       seed, trials, best - problem.optimum);
       }
       std::printf("| %s | %s |", problem.name.c_str(), kind.c_str());
       for (const auto& r : regret) {
@@ -235,6 +246,13 @@ int main(int argc, char** argv) {
     else if (a == "timing") timing = true;
     else if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
     else if (a == "--first-seed" && i + 1 < argc) first_seed = std::atoi(argv[++i]);
+    else if (a == "--dump" && i + 1 < argc) {
+      tune::g_dump = std::fopen(argv[++i], "w");
+      if (!tune::g_dump) {
+        std::fprintf(stderr, "--dump: cannot write %s\n", argv[i]);
+        return 2;
+      }
+    }
     else if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
@@ -256,7 +274,7 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
       return 2;
     }
   }
@@ -264,6 +282,7 @@ int main(int argc, char** argv) {
   std::printf("parzen rules: %s\n\n",
               tune::g_parzen_rules == tune::ParzenRules::kOptuna5 ? "optuna5" : "optuna3");
   if (quality) tune::Quality(first_seed, seeds, trials);
+  if (tune::g_dump) std::fclose(tune::g_dump);
   if (timing) tune::Timing(sizes, reps, only);
   return 0;
 }

@@ -18,6 +18,7 @@ the fix already ignore it. Samplers are built with explicit
 multivariate=False/True (5.0 defaults to True for one objective).
 """
 import argparse
+import json
 import math
 import time
 import warnings
@@ -97,7 +98,8 @@ PROBLEMS = [("branin", branin, 0.397887357729739), ("hartmann6", hartmann6, -3.3
             ("mixed6", mixed6, 0.0)]
 
 
-def quality(seeds, trials, functions=None, modes=("univariate", "multivariate"), first_seed=0):
+def quality(seeds, trials, functions=None, modes=("univariate", "multivariate"), first_seed=0,
+            dump=None):
     print("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] "
           "| regret@100 median [q1, q3] |")
     print("|---|---|---|---|---|")
@@ -120,6 +122,11 @@ def quality(seeds, trials, functions=None, modes=("univariate", "multivariate"),
                     best = min(best, v)
                     if i + 1 in regrets:
                         regrets[i + 1].append(best - optimum)
+                if dump:
+                    dump.write(json.dumps({"function": name, "seed": seed, "trials": trials,
+                                           "mode": "multivariate" if kind.endswith("multivariate")
+                                           else "univariate", "regret": best - optimum}) + "\n")
+                    dump.flush()
             cells = []
             for k in (25, 50, 100):
                 r = np.asarray(regrets[k])
@@ -178,6 +185,7 @@ def main():
     ap.add_argument("--normalized-kernels", action="store_true")
     ap.add_argument("--functions", default="", help="comma-separated subset, e.g. mixed6")
     ap.add_argument("--modes", default="univariate,multivariate", help="comma-separated subset")
+    ap.add_argument("--dump", help="write one JSON line per run (bench/compare_regrets.py)")
     args = ap.parse_args()
     normalized = kernels_normalized()
     if args.normalized_kernels and not normalized:
@@ -190,8 +198,11 @@ def main():
     print("optuna", optuna.__version__, "(continuous kernels %s)" %
           ("normalised" if normalized else "unnormalised"))
     if "quality" in args.what:
+        dump = open(args.dump, "w") if args.dump else None
         quality(args.seeds, args.trials, [f for f in args.functions.split(",") if f],
-                [m for m in args.modes.split(",") if m], args.first_seed)
+                [m for m in args.modes.split(",") if m], args.first_seed, dump)
+        if dump:
+            dump.close()
     if "timing" in args.what:
         timing([int(s) for s in args.sizes.split(",")])
 
