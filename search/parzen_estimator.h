@@ -40,7 +40,7 @@ struct ParzenDimension {
 
 // Where Optuna releases build the estimator differently.
 enum class ParzenRules {
-  // Optuna 4 and 5 (the default): neighbour-gap bandwidths in every mode,
+  // Optuna 5.0 (the default): neighbour-gap bandwidths in every mode,
   // the prior's centre not among the neighbours, log ints as discrete cells
   // in log space.
   kOptuna5,

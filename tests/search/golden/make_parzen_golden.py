@@ -61,6 +61,7 @@ else:
 
     _pe_module.np = _NumpyWithStableArgsort()
 
+
 def dist_json(d):
     if isinstance(d, CategoricalDistribution):
         return {"type": "categorical", "n": len(d.choices)}
