@@ -191,6 +191,9 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
       << (spec.objective.scope == Scope::kBest ? " (best report)" : " (last report)");
   if (spec.objective.goal) out << ", goal " << Fmt(*spec.objective.goal);
   out << "\n  search      " << spec.search.algorithm;
+  if (spec.search.algorithm == "tpe")
+    out << " (" << (spec.search.tpe.multivariate ? "multivariate" : "univariate") << ", parzen_rules "
+        << spec.search.tpe.parzen_rules << ")";
   if (spec.search.seed_given) out << ", seed " << spec.search.seed;
   out << "\n  scheduler   " << spec.scheduler.type << "\n";
   out << "  limits      max_trials " << spec.limits.max_trials << ", max_concurrent_trials "

@@ -61,6 +61,23 @@ TEST_CASE("spec: tune validate accepts every example experiment", "[spec][cli]")
   fs::remove_all(tmp);
 }
 
+TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][cli]") {
+  fs::path tmp = TempDir();
+  Run r = Validate(tmp, (fs::path(TUNE_SOURCE_DIR) / "experiments" / "default.json").string());
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("search      tpe (univariate, parzen_rules optuna5), seed 7") != std::string::npos);
+  fs::path file = tmp / "multivariate.json";
+  std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
+      "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
+      "search": {"algorithm": "tpe", "multivariate": true, "parzen_rules": "optuna3"},
+      "trial": {"command": ["p"]}})";
+  r = Validate(tmp, file.string());
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("search      tpe (multivariate, parzen_rules optuna3)") != std::string::npos);
+  fs::remove_all(tmp);
+}
+
 TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence", "[spec][cli]") {
   fs::path tmp = TempDir();
   struct Case {
