@@ -335,7 +335,6 @@ bool ParzenEstimator::IndexDiscreteCentres(int j) {
   // Centres are grid points: index them directly when the grid is small;
   // chain_ links the entries of one grid point (different widths).
   const int64_t grid = std::llround((dim.high - dim.low) / dim.step) + 1;
-  const bool log = dim.log;
   std::vector<int>& by_grid = scratch_grid_;
   by_grid.assign(grid <= 65536 ? static_cast<size_t>(grid) : 0, -1);
   std::vector<int>& chain = scratch_chain_;
@@ -351,7 +350,7 @@ bool ParzenEstimator::IndexDiscreteCentres(int j) {
     int64_t g = std::llround((GridValue(dim, axis.mu[k]) - dim.low) / dim.step);
     int entry;
     if (!by_grid.empty() && g >= 0 && g < grid &&
-        axis.mu[k] == (log ? std::log(dim.low + g * dim.step) : dim.low + g * dim.step)) {
+        axis.mu[k] == GridCoordinate(dim, dim.low + g * dim.step)) {
       int& head = by_grid[static_cast<size_t>(g)];
       entry = head;
       while (entry >= 0 && axis.sigma[axis.centre_kernel[entry]] != axis.sigma[k]) entry = chain[entry];

@@ -218,12 +218,11 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
   // with Scott's rule); the columns keep every trial sorted, so the above
   // rows' orders are filtered out of them instead.
   const bool gaps = !options_.multivariate || options_.parzen_rules != ParzenRules::kOptuna3;
-  std::vector<char> want_order(d, 0);
+  auto want_order = [&](int j) {
+    return gaps && !std::holds_alternative<CategoricalDistribution>(*dists[j]);
+  };
   bool any_order = false;
-  for (int j = 0; j < d; ++j) {
-    want_order[j] = gaps && !std::holds_alternative<CategoricalDistribution>(*dists[j]);
-    any_order = any_order || want_order[j];
-  }
+  for (int j = 0; j < d; ++j) any_order = any_order || want_order(j);
   split->above_orders.resize(d);
   std::vector<int>& above_index = above_index_;  // history position -> above row
   if (any_order) above_index.assign(history.size(), -1);
@@ -241,7 +240,7 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
   for (int j = 0; j < d; ++j) {
     std::vector<int>& order = split->above_orders[j];
     order.clear();
-    if (!want_order[j]) continue;
+    if (!want_order(j)) continue;
     order.reserve(n_above);
     for (int pos : columns[j]->sorted)
       if (above_index[pos] >= 0) order.push_back(above_index[pos]);

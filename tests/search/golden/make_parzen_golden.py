@@ -34,13 +34,12 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.samplers._tpe.parzen_estimator import _ParzenEstimator, _ParzenEstimatorParameters
 from optuna.samplers._tpe import _truncnorm
+from optuna.samplers._tpe import parzen_estimator as _pe_module
 from optuna.samplers._tpe.sampler import default_weights
 
 OPTUNA_MAJOR = int(optuna.__version__.split(".")[0])
 
 if OPTUNA_MAJOR < 4:
-    from optuna.samplers._tpe import parzen_estimator as _pe_module
-
     _upstream_logpdf = _truncnorm.logpdf
 
     def _logpdf_with_scale(x, a, b, loc=0, scale=1):
@@ -48,8 +47,6 @@ if OPTUNA_MAJOR < 4:
 
     _pe_module.truncnorm.logpdf = _logpdf_with_scale
 else:
-    from optuna.samplers._tpe import parzen_estimator as _pe_module
-
     class _NumpyWithStableArgsort:
         def __getattr__(self, name):
             return getattr(np, name)
