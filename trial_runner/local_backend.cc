@@ -361,10 +361,10 @@ Status LocalBackend::Kill(TrialId id, std::chrono::milliseconds grace) {
   Attempt& a = *it->second;
   if (a.done) return Status::Ok();
   if (a.failure.empty()) a.failure = "killed";
+  // Its slots and GPUs stay taken until the last rank has exited
+  // (FinishIfDone): a worker that ignores SIGTERM for its grace period must
+  // not share the machine with the next trial (nor a GPU's memory).
   BeginTermination(a, grace);
-  // The trial is over for the tuner: its slots go to the next one now,
-  // while this one spends its grace period exiting.
-  ReleaseGrant(a);
   return Status::Ok();
 }
 

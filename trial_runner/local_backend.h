@@ -80,10 +80,10 @@ class LocalBackend : public TrialBackend {
   // s", or "killed" (Kill). kNotFound for an unknown trial.
   Result<RunStatus> State(TrialId id) override;
   // SIGTERM to every rank's process group now, SIGKILL after `grace`,
-  // without blocking. CPU slots and GPUs are freed at once (the next trial
-  // may start while this one exits); the MASTER_PORT once every rank is
-  // gone. After a rank fails or a timeout, resources are freed when the
-  // last rank has exited. OK if the attempt already ended; kNotFound for an
+  // without blocking. CPU slots, GPUs and the MASTER_PORT are freed when the
+  // last rank has exited (as after a failure or a timeout), so a trial that
+  // takes its grace period to exit delays the next one rather than sharing
+  // the machine with it. OK if the attempt already ended; kNotFound for an
   // unknown trial.
   Status Kill(TrialId id, std::chrono::milliseconds grace = std::chrono::seconds(5)) override;
   void WaitForEvent(std::chrono::milliseconds timeout) override;

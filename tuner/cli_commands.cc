@@ -1,11 +1,14 @@
 #include "tuner/cli_commands.h"
 
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -35,14 +38,15 @@ int Fail(std::ostream& err, const Status& st, int code = kExitUsage) {
 }
 
 std::string DbPathFor(const RunArgs& args, const ExperimentSpec& spec) {
-  if (!args.db_path.empty()) return args.db_path;
+  if (args.db_path) return *args.db_path;
   if (!spec.storage_path.empty()) return spec.storage_path;
   return "tune.db";
 }
 
 // Query commands must not create a database by accident.
-Result<std::unique_ptr<Storage>> OpenExisting(const std::string& db_path) {
-  std::string path = db_path.empty() ? "tune.db" : db_path;
+Result<std::unique_ptr<Storage>> OpenExisting(const std::optional<std::string>& db_path) {
+  if (db_path && db_path->empty()) return Status::InvalidArgument("--db: expected a database file path, got \"\"");
+  std::string path = db_path.value_or("tune.db");
   auto storage = OpenSqliteStorage(path, /*create_if_missing=*/false);
   if (!storage.ok() && storage.status().IsNotFound()) {
     return Status::NotFound(path + ": no results database here (run 'tune run EXPERIMENT.json' first, or pass --db)");
@@ -51,18 +55,32 @@ Result<std::unique_ptr<Storage>> OpenExisting(const std::string& db_path) {
 }
 
 // One `tune run` per experiment and database at a time: an advisory lock
-// on <db>.<experiment>.lock, released by the kernel if we die.
+// on <db>.<experiment>.lock, released by the kernel if we die. Only the
+// holder removes the file, and a holder checks after locking that the path
+// still names the file it locked (another holder may have just removed it).
 class RunLock {
  public:
   Status Acquire(const std::string& db_path, const std::string& experiment) {
     path_ = db_path + "." + experiment + ".lock";
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) return Status::Internal(path_ + ": cannot create lock file");
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      return Status::FailedPrecondition("experiment '" + experiment + "' in " + db_path +
-                                        " is being run by another tune process");
+    for (;;) {
+      int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        return Status::InvalidArgument(db_path + ": cannot create the results database here (its lock file " +
+                                       path_ + ": " + std::strerror(errno) + ")");
+      }
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd);
+        return Status::FailedPrecondition("experiment '" + experiment + "' in " + db_path +
+                                          " is being run by another tune process");
+      }
+      struct stat locked {}, named {};
+      if (::fstat(fd, &locked) == 0 && ::stat(path_.c_str(), &named) == 0 && locked.st_dev == named.st_dev &&
+          locked.st_ino == named.st_ino) {
+        fd_ = fd;
+        return Status::Ok();
+      }
+      ::close(fd);  // removed by the previous holder as we locked it: again
     }
-    return Status::Ok();
   }
   ~RunLock() {
     if (fd_ >= 0) {
@@ -73,8 +91,17 @@ class RunLock {
 
  private:
   std::string path_;
-  int fd_ = -1;
+  int fd_ = -1;  // >= 0 only while we hold the lock
 };
+
+// The parts tune run builds must be buildable (an unknown sampler option, a
+// trial bigger than this machine, a missing working directory).
+Status CheckRunnable(const ExperimentSpec& spec) {
+  if (auto s = MakeSampler(spec); !s.ok()) return s.status();
+  if (auto s = MakeScheduler(spec, 0); !s.ok()) return s.status();
+  if (auto b = MakeBackend(spec, ""); !b.ok()) return b.status();
+  return Status::Ok();
+}
 
 std::string Fmt(double v) {
   char buf[32];
@@ -92,6 +119,17 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
     if (Status st = OverrideBackend(&spec, args.backend); !st.ok()) return Fail(err, st);
   }
 
+  // Everything that can be checked without the database is checked before
+  // it is opened (and perhaps created): a spec that cannot run leaves
+  // nothing behind, and `tune validate` runs the same checks.
+  if (Status st = CheckRunnable(spec); !st.ok()) return Fail(err, st);
+  if (args.db_path && args.db_path->empty()) {
+    return Fail(err, Status::InvalidArgument("--db: expected a database file path, got \"\""));
+  }
+  if (args.max_concurrent && *args.max_concurrent < 1) {
+    return Fail(err, Status::InvalidArgument("--max-concurrent: expected a number of trials of at least 1, got " +
+                                             std::to_string(*args.max_concurrent)));
+  }
   std::string db_path = DbPathFor(args, spec);
   RunLock lock;
   if (Status st = lock.Acquire(db_path, spec.name); !st.ok()) return Fail(err, st);
@@ -106,6 +144,16 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
       return Fail(err, Status::FailedPrecondition(
                            "experiment '" + spec.name + "' already exists in " + db_path +
                            "; pass --resume to continue it, or rename the experiment"));
+    }
+    auto changed = CheckResumable(spec, found->spec_json, db_path);
+    if (!changed.ok()) return Fail(err, changed.status());
+    if (!changed->empty()) {
+      // What runs from now on is what the database describes.
+      if (Status st = storage->SetExperimentSpec(found->id, spec.json); !st.ok()) return Fail(err, st, kExitFailed);
+      std::string keys;
+      for (const std::string& k : *changed) keys += (keys.empty() ? "" : ", ") + k;
+      out << "tune: resuming '" << spec.name << "' with the " << keys << " of " << args.experiment_path
+          << " (changed since it started)\n";
     }
     spec.search.seed = found->seed;
     spec.search.seed_given = true;
@@ -182,9 +230,7 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
   auto spec_or = LoadExperimentSpec(path);
   if (!spec_or.ok()) return Fail(err, spec_or.status());
   const ExperimentSpec& spec = *spec_or;
-  // The parts must be buildable too (e.g. an unknown sampler option).
-  if (auto s = MakeSampler(spec); !s.ok()) return Fail(err, s.status());
-  if (auto s = MakeScheduler(spec, 0); !s.ok()) return Fail(err, s.status());
+  if (Status st = CheckRunnable(spec); !st.ok()) return Fail(err, st);
   out << path << ": ok\n";
   out << "  experiment  " << spec.name << "\n";
   out << "  objective   " << (spec.objective.mode == Mode::kMin ? "minimize " : "maximize ") << spec.objective.metric
@@ -209,7 +255,8 @@ int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
   auto storage = OpenExisting(args.db_path);
   if (!storage.ok()) return Fail(err, storage.status());
   Status st = PrintBest(**storage, args.experiment, args.format, out);
-  return st.ok() ? kExitOk : Fail(err, st, st.IsNotFound() ? kExitFailed : kExitUsage);
+  // Nothing to show yet is 1; an unknown experiment name is bad input (2).
+  return st.ok() ? kExitOk : Fail(err, st, st.code() == StatusCode::kFailedPrecondition ? kExitFailed : kExitUsage);
 }
 
 int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
@@ -232,7 +279,13 @@ int RenderCommand(const std::string& path, int trial_number, std::ostream& out, 
   auto spec_or = LoadExperimentSpec(path);
   if (!spec_or.ok()) return Fail(err, spec_or.status());
   ExperimentSpec spec = std::move(spec_or).value();
+  if (trial_number < 0) {
+    return Fail(err, Status::InvalidArgument("--trial: expected a trial number of at least 0, got " +
+                                             std::to_string(trial_number)));
+  }
 #ifdef TUNE_HAVE_K8S
+  // What the Kubernetes backend needs (an image), whatever backend.type says.
+  if (Status st = OverrideBackend(&spec, "kubernetes"); !st.ok()) return Fail(err, st);
   // Parameters as tune run would draw them for this trial with no history.
   auto sampler = MakeSampler(spec);
   if (!sampler.ok()) return Fail(err, sampler.status());

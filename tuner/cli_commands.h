@@ -12,7 +12,7 @@ namespace tune {
 
 struct RunArgs {
   std::string experiment_path;
-  std::string db_path;   // empty: storage.path, else ./tune.db
+  std::optional<std::string> db_path;  // unset: storage.path, else ./tune.db
   std::string backend;   // empty: backend.type
   bool resume = false;
   std::optional<int> max_concurrent;
@@ -22,7 +22,7 @@ struct RunArgs {
 };
 
 struct QueryArgs {
-  std::string db_path;     // empty: ./tune.db
+  std::optional<std::string> db_path;  // unset: ./tune.db
   std::string experiment;  // empty: the latest experiment
   std::string format = "table";
   std::string state;       // trials: filter, empty = all

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include "schedulers/asha_scheduler.h"
 #include "schedulers/fifo_scheduler.h"
@@ -89,6 +90,14 @@ Result<std::unique_ptr<TrialBackend>> MakeBackend(const ExperimentSpec& spec, co
         ids.push_back(std::stoi(g));
       }
       o.gpu_ids = ids;
+    }
+    // Checked here, not when parsing: in a cluster the path is the pod's.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(spec.trial.working_dir, ec)) {
+      return Status::InvalidArgument(
+          Where(spec) + ": trial.working_dir: expected an existing directory (relative paths start at the "
+          "experiment file's), got \"" + spec.trial.working_dir + "\" (" +
+          (std::filesystem::exists(spec.trial.working_dir, ec) ? "not a directory" : "no such directory") + ")");
     }
     auto local = std::make_unique<LocalBackend>(o);
     // A trial that can never fit is an error now, not a silent wait.

@@ -87,6 +87,14 @@ Result<Json> ParseJson(const Reader& r, const std::string& text) {
   };
   std::vector<Frame> stack;
   std::string duplicate_path, duplicate_key;
+  // The path of the value being read: every open container's key or index.
+  auto current_path = [&stack](size_t frames) {
+    std::string path;
+    for (size_t i = 0; i < frames; ++i) {
+      path = stack[i].array ? IndexPath(path, stack[i].index) : JoinPath(path, stack[i].key);
+    }
+    return path;
+  };
   auto done_element = [&stack] {
     if (!stack.empty() && stack.back().array) ++stack.back().index;
   };
@@ -101,11 +109,7 @@ Result<Json> ParseJson(const Reader& r, const std::string& text) {
         Frame& f = stack.back();
         f.key = parsed.get<std::string>();
         if (!f.keys.insert(f.key).second && duplicate_key.empty()) {
-          std::string path;
-          for (size_t i = 0; i + 1 < stack.size(); ++i) {
-            path = stack[i].array ? IndexPath(path, stack[i].index) : JoinPath(path, stack[i].key);
-          }
-          duplicate_path = path;
+          duplicate_path = current_path(stack.size() - 1);
           duplicate_key = f.key;
         }
         break;
@@ -124,8 +128,15 @@ Result<Json> ParseJson(const Reader& r, const std::string& text) {
     doc = Json::parse(text, callback);
   } catch (const Json::parse_error& e) {
     return SyntaxError(r, text, e);
+  } catch (const Json::out_of_range& e) {
+    // A number beyond double's range (1e999): nlohmann says only that.
+    std::string what = e.what();
+    auto quote = what.find('\'');
+    std::string number = quote == std::string::npos ? what : what.substr(quote + 1);
+    if (!number.empty() && number.back() == '\'') number.pop_back();
+    return r.Fail(current_path(stack.size()), "a number within about 1.8e308", number);
   } catch (const Json::exception& e) {
-    return r.Fail("", "valid JSON", e.what());
+    return r.Fail(current_path(stack.size()), "valid JSON", e.what());
   }
   if (!duplicate_key.empty()) {
     return r.Fail(JoinPath(duplicate_path, duplicate_key), "each key once per object",
@@ -262,9 +273,7 @@ Status ParseLimits(const Reader& r, const Json* v, LimitsSpec* out, bool* max_tr
   TUNE_RETURN_IF_ERROR(l.Expect(!l.Has("max_failed_trials") || out->max_failed_trials >= 1,
                                 "max_failed_trials",
                                 "an integer of at least 1 (leave the key out for no limit)"));
-  TUNE_RETURN_IF_ERROR(l.Double("time_budget_s", &out->time_budget_s));
-  return l.Expect(!l.Has("time_budget_s") || out->time_budget_s > 0, "time_budget_s",
-                  "a number of seconds above 0 (leave the key out for no limit)");
+  return l.Seconds("time_budget_s", &out->time_budget_s, "leave the key out for no limit");
 }
 
 Status ParseStorage(const Reader& r, const Json* v, std::string* out) {
@@ -370,6 +379,61 @@ Result<ExperimentSpec> LoadExperimentSpec(const std::string& path) {
     return Status::InvalidArgument(path + ": cannot read: " + std::strerror(read_errno));
   }
   return ParseExperimentSpec(text, path);
+}
+
+Result<std::vector<std::string>> CheckResumable(const ExperimentSpec& spec, const std::string& stored_json,
+                                                const std::string& db_path) {
+  const std::string file = spec.source_path.empty() ? "experiment.json" : spec.source_path;
+  Json stored, given;
+  try {
+    stored = Json::parse(stored_json);
+    given = Json::parse(spec.json);
+  } catch (const Json::exception& e) {
+    return Status::Internal(db_path + ": experiment '" + spec.name + "': the stored experiment.json does not parse: " +
+                            e.what());
+  }
+  std::vector<std::string> changed;
+  for (const char* key : {"objective", "parameters", "search", "scheduler", "limits", "trial", "backend", "storage"}) {
+    const Json none;
+    const Json& a = stored.contains(key) ? stored[key] : none;
+    const Json& b = given.contains(key) ? given[key] : none;
+    if (a == b) continue;
+    const std::string section = key;
+    if (section == "limits" || section == "trial" || section == "backend" || section == "storage") {
+      changed.push_back(section);
+      continue;
+    }
+    // The first difference, as a JSON path with both sides.
+    Json patch = Json::diff(a, b);
+    std::string pointer = patch.empty() ? "" : patch[0].value("path", "");
+    std::string path = section;
+    Json::json_pointer ptr(pointer);
+    for (std::string token : [&] {
+           std::vector<std::string> tokens;
+           size_t pos = 1;
+           while (pos <= pointer.size() && !pointer.empty()) {
+             size_t next = pointer.find('/', pos);
+             if (next == std::string::npos) next = pointer.size();
+             tokens.push_back(pointer.substr(pos, next - pos));
+             pos = next + 1;
+           }
+           return tokens;
+         }()) {
+      for (size_t at; (at = token.find("~1")) != std::string::npos;) token.replace(at, 2, "/");
+      for (size_t at; (at = token.find("~0")) != std::string::npos;) token.replace(at, 2, "~");
+      bool index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
+      path = index ? IndexPath(path, std::stoul(token)) : JoinPath(path, token);
+    }
+    auto show = [&](const Json& doc) {
+      if (!doc.contains(ptr) || (pointer.empty() && doc.is_null())) return std::string("nothing");
+      return spec_internal::Show(doc.at(ptr));
+    };
+    return Status::FailedPrecondition(
+        file + ": " + path + ": expected " + show(a) + " as when experiment '" + spec.name + "' in " + db_path +
+        " started (--resume keeps its parameters, objective, search and scheduler; give the experiment another "
+        "name to start a new one), got " + show(b));
+  }
+  return changed;
 }
 
 Status OverrideBackend(ExperimentSpec* spec, const std::string& type) {

@@ -121,5 +121,16 @@ Result<ExperimentSpec> LoadExperimentSpec(const std::string& path);
 // backend needs (e.g. backend.image for kubernetes), with the same
 // one-sentence InvalidArgument errors. On error *spec is unchanged.
 Status OverrideBackend(ExperimentSpec* spec, const std::string& type);
+// `tune run --resume`: checks that `spec` may continue the experiment whose
+// experiment.json was stored as `stored_json` (in database `db_path`, named
+// in messages). Its parameters, objective, search and scheduler must equal
+// the stored ones as JSON values (layout and key order do not matter), or
+// the trials so far would not belong to the experiment being resumed;
+// limits, trial, backend and storage may change (more trials, another
+// machine's paths). Returns the top-level keys that changed, or
+// FailedPrecondition naming the first differing key path, both values and
+// the way out (another name).
+Result<std::vector<std::string>> CheckResumable(const ExperimentSpec& spec, const std::string& stored_json,
+                                                const std::string& db_path);
 
 }  // namespace tune

@@ -45,6 +45,9 @@ Status ParseFloat(const ObjectReader& p, const std::string& type, Distribution* 
         p.Expect(f.low > 0, "low", "a number above 0 (" + type + " needs positive bounds)"));
   }
   TUNE_RETURN_IF_ERROR(p.Expect(f.low < f.high, "low", "a number below high (" + high + ")"));
+  // Samples are drawn as low + u * (high - low): the width must be a number.
+  TUNE_RETURN_IF_ERROR(p.Expect(std::isfinite(f.high - f.low), "high",
+                                "a number whose distance from low is finite (at most about 1.8e308)"));
   if (quantized) {
     double q = 0;
     TUNE_RETURN_IF_ERROR(p.Double("q", &q, Need::kRequired));

@@ -167,21 +167,48 @@ Status ObjectReader::Double(const std::string& key, double* out, Need need) cons
   return Status::Ok();
 }
 
+Status ObjectReader::Seconds(const std::string& key, double* out, const std::string& hint) const {
+  if (!Has(key)) return Status::Ok();
+  double seconds = 0;
+  TUNE_RETURN_IF_ERROR(Double(key, &seconds));
+  TUNE_RETURN_IF_ERROR(Expect(seconds > 0 && seconds <= kMaxSeconds, key,
+                              "a number of seconds above 0 and at most 1e9" +
+                                  (hint.empty() ? std::string() : " (" + hint + ")")));
+  *out = seconds;
+  return Status::Ok();
+}
+
+namespace {
+// An integer JSON number, or a finite float with an integral value (1e3).
+bool IsIntegral(const Json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  double d = v.get<double>();
+  return std::isfinite(d) && d == std::floor(d);
+}
+}  // namespace
+
 Status ObjectReader::Int(const std::string& key, int64_t* out, Need need) const {
   const Json* v = Find(key);
   if (!v) return need == Need::kRequired ? reader_->Missing(PathOf(key), "an integer") : Status::Ok();
   auto i = AsInt64(*v);
-  if (!i) return reader_->FailValue(PathOf(key), "an integer", *v);
+  if (!i) {
+    return reader_->FailValue(PathOf(key),
+                              IsIntegral(*v) ? "an integer from -2^63 to 2^63-1" : "an integer", *v);
+  }
   *out = *i;
   return Status::Ok();
 }
 
 Status ObjectReader::Int(const std::string& key, int* out, Need need) const {
+  const Json* v = Find(key);
+  auto i = v ? AsInt64(*v) : std::nullopt;
+  if (v && IsIntegral(*v) &&
+      (!i || *i < std::numeric_limits<int>::min() || *i > std::numeric_limits<int>::max())) {
+    return reader_->FailValue(PathOf(key), "an integer from -2147483648 to 2147483647", *v);
+  }
   int64_t wide = *out;
   TUNE_RETURN_IF_ERROR(Int(key, &wide, need));
-  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max()) {
-    return reader_->FailValue(PathOf(key), "an integer of at most 2147483647", *Find(key));
-  }
   *out = static_cast<int>(wide);
   return Status::Ok();
 }

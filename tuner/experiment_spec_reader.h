@@ -82,6 +82,9 @@ class ObjectReader {
   Status String(const std::string& key, std::string* out, Need need = Need::kOptional) const;
   // An object of string values.
   Status StringMap(const std::string& key, std::map<std::string, std::string>* out) const;
+  // A duration in seconds: above 0 and at most kMaxSeconds; `hint` (e.g.
+  // "leave the key out for no limit") ends the error's expectation.
+  Status Seconds(const std::string& key, double* out, const std::string& hint = "") const;
   // A string out of a fixed set.
   Status Enum(const std::string& key, const std::vector<std::string>& allowed, std::string* out,
               Need need = Need::kOptional) const;
@@ -97,6 +100,10 @@ class ObjectReader {
   const Json* v_;
   std::string path_;
 };
+
+// The longest duration a spec may give (about 31.7 years): durations
+// become std::chrono nanoseconds, which end at about 292 years.
+constexpr double kMaxSeconds = 1e9;
 
 // A JSON number that is an integer (integral floats such as 1e3 included)
 // within int64; nullopt otherwise.

@@ -91,7 +91,9 @@ Status ParseResources(const ObjectReader& t, ResourcesSpec* out) {
                         ObjectReader::Make(t.reader(), *v, t.PathOf("resources_per_worker")));
   TUNE_RETURN_IF_ERROR(res.AllowOnly({"cpu", "gpu", "memory"}));
   TUNE_RETURN_IF_ERROR(res.Double("cpu", &out->cpu));
-  TUNE_RETURN_IF_ERROR(res.Expect(out->cpu >= 0, "cpu", "a number of CPUs of at least 0"));
+  // Kubernetes counts CPUs in thousandths (500m); a million is beyond any node.
+  TUNE_RETURN_IF_ERROR(res.Expect(out->cpu == 0 || (out->cpu >= 0.001 && out->cpu <= 1e6), "cpu",
+                                  "a number of CPUs, 0 or from 0.001 to 1000000"));
   TUNE_RETURN_IF_ERROR(res.Int("gpu", &out->gpu));
   TUNE_RETURN_IF_ERROR(res.Expect(out->gpu >= 0, "gpu", "a number of GPUs of at least 0"));
   TUNE_RETURN_IF_ERROR(res.String("memory", &out->memory));
@@ -102,7 +104,7 @@ Status ParseResources(const ObjectReader& t, ResourcesSpec* out) {
   return Status::Ok();
 }
 
-Status ParseEnv(const ObjectReader& t, std::map<std::string, std::string>* out) {
+Status ParseEnv(const ObjectReader& t, const SearchSpace& params, std::map<std::string, std::string>* out) {
   TUNE_RETURN_IF_ERROR(t.StringMap("env", out));
   for (const auto& [name, value] : *out) {
     std::string path = JoinPath(t.PathOf("env"), name);
@@ -117,6 +119,8 @@ Status ParseEnv(const ObjectReader& t, std::map<std::string, std::string>* out) 
                              "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TUNE_*)",
                              Quote(name));
     }
+    // Values get the same ${...} substitution as the command.
+    TUNE_RETURN_IF_ERROR(CheckPlaceholders(t.reader(), path, value, params));
   }
   return Status::Ok();
 }
@@ -218,9 +222,7 @@ Status ParseKubernetes(const ObjectReader& b, KubernetesOptions* k) {
   }
   TUNE_RETURN_IF_ERROR(b.Int("backoff_limit", &k->backoff_limit));
   TUNE_RETURN_IF_ERROR(b.Expect(k->backoff_limit >= 0, "backoff_limit", "an integer of at least 0"));
-  TUNE_RETURN_IF_ERROR(b.Double("pending_timeout_s", &k->pending_timeout_s));
-  TUNE_RETURN_IF_ERROR(
-      b.Expect(k->pending_timeout_s > 0, "pending_timeout_s", "a number of seconds above 0"));
+  TUNE_RETURN_IF_ERROR(b.Seconds("pending_timeout_s", &k->pending_timeout_s));
   TUNE_RETURN_IF_ERROR(b.String("kubeconfig", &k->kubeconfig));
   if (b.Has("kubeconfig")) {
     TUNE_RETURN_IF_ERROR(b.Expect(!k->kubeconfig.empty(), "kubeconfig", "a file path"));
@@ -276,12 +278,10 @@ Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
   TUNE_RETURN_IF_ERROR(t.Int("workers", &out->workers));
   TUNE_RETURN_IF_ERROR(t.Expect(out->workers >= 1, "workers", "a number of processes of at least 1"));
   TUNE_RETURN_IF_ERROR(ParseResources(t, &out->resources_per_worker));
-  TUNE_RETURN_IF_ERROR(ParseEnv(t, &out->env));
+  TUNE_RETURN_IF_ERROR(ParseEnv(t, params, &out->env));
   TUNE_RETURN_IF_ERROR(t.Int("max_retries", &out->max_retries));
   TUNE_RETURN_IF_ERROR(t.Expect(out->max_retries >= 0, "max_retries", "an integer of at least 0"));
-  TUNE_RETURN_IF_ERROR(t.Double("timeout_s", &out->timeout_s));
-  TUNE_RETURN_IF_ERROR(t.Expect(!t.Has("timeout_s") || out->timeout_s > 0, "timeout_s",
-                                "a number of seconds above 0 (leave the key out for no timeout)"));
+  TUNE_RETURN_IF_ERROR(t.Seconds("timeout_s", &out->timeout_s, "leave the key out for no timeout"));
   std::string dir;
   TUNE_RETURN_IF_ERROR(t.String("working_dir", &dir));
   TUNE_RETURN_IF_ERROR(t.Expect(!t.Has("working_dir") || !dir.empty(), "working_dir", "a directory"));

@@ -57,8 +57,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--backend", run.backend, "Where trials run (default: backend.type)")
       ->check(CLI::IsMember({"local", "kubernetes"}));
   run_cmd->add_flag("--resume", run.resume, "Continue the experiment of the same name in the database");
-  run_cmd->add_option("--max-concurrent", run.max_concurrent, "Override limits.max_concurrent_trials")
-      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--max-concurrent", run.max_concurrent, "Override limits.max_concurrent_trials");
   run_cmd->add_flag("--quiet,-q", run.quiet, "Plain log lines only, no live table");
 
   std::string validate_path;
@@ -90,8 +89,7 @@ int main(int argc, char** argv) {
   int render_trial = 0;
   auto* render_cmd = app.add_subcommand("render", "Print the Kubernetes manifests a trial would get, without a cluster");
   render_cmd->add_option("experiment", render_path, "experiment.json")->required();
-  render_cmd->add_option("--trial", render_trial, "Trial number (its parameters are sampled as tune run would)")
-      ->check(CLI::NonNegativeNumber);
+  render_cmd->add_option("--trial", render_trial, "Trial number (its parameters are sampled as tune run would)");
 
   try {
     app.parse(argc, argv);
@@ -100,7 +98,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tune: " << e.what() << "\n";
+    std::string what = e.what();
+    // CLI11 reports an unknown command as a missing one.
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
+      what = std::string("unknown command '") + argv[1] + "' (expected run, validate, best, trials, status or render)";
+    }
+    std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
     return 2;
   }

@@ -46,7 +46,7 @@ Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& 
   if (!name.empty()) return storage.FindExperiment(name);
   TUNE_ASSIGN_OR_RETURN(std::vector<ExperimentRecord> all, storage.ListExperiments());
   if (all.empty()) {
-    return Status::NotFound(
+    return Status::FailedPrecondition(
         "the database has no experiments yet; run 'tune run EXPERIMENT.json' first");
   }
   // ListExperiments is in creation order: the last one is the newest.
@@ -188,8 +188,8 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
   const TrialRecord* best = BestOf(records, obj.mode);
   if (best == nullptr) {
-    return Status::NotFound("experiment '" + e.name + "' has no completed trial yet (" +
-                            std::to_string(records.size()) + " trials so far)");
+    return Status::FailedPrecondition("experiment '" + e.name + "' has no completed trial yet (" +
+                                      std::to_string(records.size()) + " trials so far)");
   }
   const Trial& t = best->trial;
   if (format == "json") {

@@ -3,9 +3,10 @@
 //
 // Each function reads the database through `storage` (one snapshot per
 // Storage call; safe while `tune run` writes), writes to `out` and returns
-// Status: NotFound when the experiment, or for PrintBest a completed trial,
-// does not exist; InvalidArgument for an unknown format; storage errors as
-// they come. Nothing is written to `out` unless the call succeeds.
+// Status: NotFound when the named experiment does not exist;
+// FailedPrecondition when there is nothing to show yet (no experiment at
+// all, or for PrintBest no completed trial); InvalidArgument for an unknown
+// format; storage errors as they come. Nothing is written to `out` unless the call succeeds.
 // `experiment` names an experiment; empty means the most recently created
 // one. The objective (metric and mode) is read from the experiment's stored
 // spec_json (`objective.metric`, default "loss"; `objective.mode`, default

@@ -118,6 +118,11 @@ struct Tuner::Impl {
   std::map<TrialId, Clock::time_point> started_at;
   std::map<TrialId, int> failures;          // failed attempts in this run
   std::map<TrialId, Clock::time_point> finishing;  // reached max_t: exit deadline
+  // Ended by the tuner (pruned, or stopped at max_t) while its processes
+  // may still be exiting: they count against max_concurrent until the
+  // backend says they are gone, or until the deadline (a backend that
+  // cannot tell).
+  std::map<TrialId, Clock::time_point> draining;
   std::vector<ParamMap> grid;               // grid points (one empty point if none)
   int max_trials = 0;
   int max_concurrent = 1;
@@ -137,6 +142,8 @@ struct Tuner::Impl {
   Status HandleReports(TrialId id, const std::vector<MetricReport>& reports, bool* stopped);
   Status EndTrial(TrialId id, TrialState state, const std::string& message,
                   std::optional<int64_t> rung = std::nullopt);
+  // Notes a trial the tuner has just killed (see `draining`).
+  void Drain(TrialId id);
   Status StopAllRunning(TrialState as, const std::string& message);
   void NoteValue(const Trial& t);
   ProgressCounts Counts() const;
@@ -280,7 +287,7 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
 }
 
 Status Tuner::Impl::LaunchReady() {
-  while (static_cast<int>(running.size()) < max_concurrent) {
+  while (static_cast<int>(running.size() + draining.size()) < max_concurrent) {
     if (spec.limits.max_failed_trials > 0 && failed_count >= spec.limits.max_failed_trials) return Status::Ok();
     TrialId id = 0;
     if (!retry_queue.empty()) {
@@ -293,7 +300,7 @@ Status Tuner::Impl::LaunchReady() {
       probe.cpu_per_worker = spec.trial.resources_per_worker.cpu;
       probe.gpu_per_worker = spec.trial.resources_per_worker.gpu;
       if (!parts.backend->CanLaunch(probe)) {
-        if (running.empty()) {
+        if (running.empty() && draining.empty()) {
           return Status::InvalidArgument("a trial needs more resources (" + std::to_string(probe.workers) +
                                          " workers x " + ParamToString(probe.cpu_per_worker) +
                                          " cpu) than the backend has");
@@ -346,6 +353,7 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
         continue;
       }
       TUNE_RETURN_IF_ERROR(parts.backend->Kill(id, options.kill_grace));
+      Drain(id);
       std::string why = d.reason.empty() ? "stopped by the scheduler" : d.reason;
       TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kPruned, why, d.rung));
       *stopped = true;
@@ -390,8 +398,20 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
   return Status::Ok();
 }
 
+void Tuner::Impl::Drain(TrialId id) {
+  draining[id] = Clock::now() + options.kill_grace + std::chrono::seconds(5);
+}
+
 // Drains reports and exits of every running trial.
 Status Tuner::Impl::Harvest() {
+  for (auto it = draining.begin(); it != draining.end();) {
+    // Late reports of an ended trial are dropped; State says kRunning
+    // until they are read.
+    (void)parts.backend->Poll(it->first);
+    auto rs = parts.backend->State(it->first);
+    bool gone = !rs.ok() || (rs->state != RunState::kRunning && rs->state != RunState::kStarting);
+    it = gone || Clock::now() >= it->second ? draining.erase(it) : std::next(it);
+  }
   std::vector<TrialId> ids(running.begin(), running.end());
   for (TrialId id : ids) {
     TUNE_ASSIGN_OR_RETURN(std::vector<MetricReport> reports, parts.backend->Poll(id));
@@ -409,6 +429,7 @@ Status Tuner::Impl::Harvest() {
       if (rs.state == RunState::kRunning || rs.state == RunState::kStarting) {
         if (Clock::now() < f->second) continue;
         TUNE_RETURN_IF_ERROR(parts.backend->Kill(id, options.kill_grace));
+        Drain(id);
       }
       finishing.erase(f);
       TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kCompleted, "reached max_t"));
@@ -534,7 +555,7 @@ Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
       TUNE_RETURN_IF_ERROR(finish(RunOutcome::kCompleted, ExperimentState::kCompleted, "max_trials reached"));
       break;
     }
-    if (run.running.empty() && !run.retry_queue.empty() &&
+    if (run.running.empty() && run.draining.empty() && !run.retry_queue.empty() &&
         !(spec_.limits.max_failed_trials > 0 && run.failed_count >= spec_.limits.max_failed_trials)) {
       // Nothing runs and the next trial does not fit: it never will.
       return Status::InvalidArgument("a trial needs more resources (workers x resources_per_worker) than the backend has");

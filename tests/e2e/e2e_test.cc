@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -175,6 +176,87 @@ TEST_CASE("a SIGKILLed tuner leaves no trial process, and --resume finishes the 
   std::istringstream numbers(done_before.out);
   int n;
   while (numbers >> n) CHECK(resume.out.find("trial " + std::to_string(n) + " started") == std::string::npos);
+}
+
+TEST_CASE("tune run guards an experiment: one tuner at a time, resume keeps the search, bad runs leave nothing",
+          "[e2e]") {
+  TempDir dir;
+  json spec = SyntheticSpec("e2e-guard", 3, 1, 40, 25);  // about 1 s per trial
+  fs::path spec_path = Write(dir.path, spec);
+  std::string db = (dir.path / "g.db").string();
+  fs::path lock = db + ".e2e-guard.lock";
+
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open((dir.path / "first.log").c_str(), O_WRONLY | O_CREAT, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl((kBin + "/tune").c_str(), "tune", "run", spec_path.c_str(), "--db", db.c_str(), "--quiet", nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 100 && !fs::exists(lock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(lock));
+  // Refused twice, and the refusals leave the running tuner's lock alone:
+  // a third attempt is refused too (it used to take the experiment over).
+  for (const char* extra : {"", " --resume", " --resume"}) {
+    Output again = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db) + " --quiet" + extra));
+    INFO(again.out);
+    CHECK(again.code == 2);
+    CHECK(again.out.find("is being run by another tune process") != std::string::npos);
+    CHECK(fs::exists(lock));
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  std::ifstream first_log(dir.path / "first.log");
+  std::string first((std::istreambuf_iterator<char>(first_log)), std::istreambuf_iterator<char>());
+  INFO(first);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(!fs::exists(lock));
+  for (const auto& r : json::parse(Sh(Tune("trials --db " + Quote(db) + " --format json")).out)) {
+    CHECK(r["attempts"] == 1);
+  }
+
+  // A resume must keep the search space...
+  json changed = spec;
+  changed["parameters"]["lr"]["high"] = 0.2;
+  fs::path changed_path = dir.path / "changed.json";
+  std::ofstream(changed_path) << changed.dump(2);
+  Output refused = Sh(Tune("run " + Quote(changed_path) + " --db " + Quote(db) + " --resume --quiet"));
+  INFO(refused.out);
+  CHECK(refused.code == 2);
+  CHECK(refused.out.find("changed.json: parameters.lr.high: expected 0.1 as when experiment 'e2e-guard'") !=
+        std::string::npos);
+  // ...but may raise the limits: the stored spec follows.
+  json more = spec;
+  more["limits"]["max_trials"] = 5;
+  fs::path more_path = dir.path / "more.json";
+  std::ofstream(more_path) << more.dump(2);
+  Output resumed = Sh(Tune("run " + Quote(more_path) + " --db " + Quote(db) + " --resume --quiet"));
+  INFO(resumed.out);
+  CHECK(resumed.code == 0);
+  CHECK(resumed.out.find("resuming 'e2e-guard' with the limits of") != std::string::npos);
+  CHECK(json::parse(Sh(Tune("trials --db " + Quote(db) + " --format json")).out).size() == 5);
+  Output stored = Sh("sqlite3 " + Quote(db) + " \"SELECT json_extract(spec_json, '$.limits.max_trials') FROM experiments\"");
+  if (stored.code == 0) CHECK(stored.out == "5\n");
+
+  // A trial bigger than this machine, or a missing working directory: exit
+  // 2 before any database exists.
+  for (int variant = 0; variant < 2; ++variant) {
+    json big = SyntheticSpec("e2e-big", 2, 1, 5, 0);
+    if (variant == 0) big["trial"]["workers"] = 100000;
+    if (variant == 1) big["trial"]["working_dir"] = "no-such-dir";
+    fs::path big_path = Write(dir.path, big);
+    std::string big_db = (dir.path / "big.db").string();
+    Output validate = Sh(Tune("validate " + Quote(big_path)));
+    Output run = Sh(Tune("run " + Quote(big_path) + " --db " + Quote(big_db)));
+    INFO(run.out);
+    CHECK(validate.code == 2);
+    CHECK(run.code == 2);
+    CHECK(run.out.find(variant == 0 ? "trial.resources_per_worker" : "trial.working_dir") != std::string::npos);
+    CHECK(!fs::exists(big_db));
+  }
 }
 
 }  // namespace

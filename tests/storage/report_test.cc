@@ -193,12 +193,12 @@ TEST_CASE("best as a table names the trial, value and every param", "[report]") 
   CHECK(Words(lines[6]) == std::vector<std::string>{"lora_r", "16"});
 }
 
-TEST_CASE("best fails with NotFound and prints nothing when nothing completed", "[report]") {
+TEST_CASE("best fails and prints nothing when nothing completed", "[report]") {
   testing::TempDir dir;
   auto db = std::move(OpenSqliteStorage(dir.File("tune.db"))).value();
   std::ostringstream out;
   Status none = PrintBest(*db, "", "json", out);
-  CHECK(none.IsNotFound());
+  CHECK(none.code() == StatusCode::kFailedPrecondition);
   CHECK(none.message().find("no experiments") != std::string::npos);
 
   ExperimentId e = *db->CreateExperiment("fresh", kSpec, 1);
@@ -206,7 +206,7 @@ TEST_CASE("best fails with NotFound and prints nothing when nothing completed", 
   REQUIRE(db->StartTrial(t.id, 0, "local").ok());
   REQUIRE(db->FinishTrial(t.id, TrialState::kPruned, 1.0, 1, "").ok());
   Status st = PrintBest(*db, "fresh", "json", out);
-  CHECK(st.IsNotFound());
+  CHECK(st.code() == StatusCode::kFailedPrecondition);
   CHECK(st.message().find("'fresh' has no completed trial") != std::string::npos);
   CHECK(PrintBest(*db, "other", "json", out).IsNotFound());
   CHECK(PrintBest(*db, "fresh", "yaml", out).IsInvalidArgument());

@@ -497,8 +497,8 @@ TEST_CASE("resource pool limits: CanLaunch, busy and impossible requests", "[loc
   Status busy = b.Launch(other);
   CHECK(busy.code() == StatusCode::kUnavailable);
   CHECK(b.Launch(holder).code() == StatusCode::kFailedPrecondition);  // still running
-  // Kill hands the slots back at once, even to a worker that takes its
-  // whole grace period to exit.
+  // Kill hands the slots back once the workers have exited, also when one
+  // takes its whole grace period (SIGKILL then): nothing oversubscribes.
   LaunchSpec ignores_term = Spec(7, tmp.Sub("s"), Sh("trap '' TERM; echo $$ > pid; exec sleep 100"));
   REQUIRE(b.Kill(1, 1000ms).ok());
   WaitDone(b, 1);
@@ -508,9 +508,10 @@ TEST_CASE("resource pool limits: CanLaunch, busy and impossible requests", "[loc
   REQUIRE(b.Launch(ignores_term).ok());
   WaitForFile(tmp.path() + "/s/pid");
   CHECK_FALSE(b.CanLaunch(other));
-  REQUIRE(b.Kill(7, 3000ms).ok());
-  CHECK(b.CanLaunch(other));
+  REQUIRE(b.Kill(7, 1500ms).ok());
+  std::this_thread::sleep_for(500ms);
   CHECK(b.State(7)->state == RunState::kRunning);  // still exiting
+  CHECK_FALSE(b.CanLaunch(other));                  // and still holding its slots
   WaitDone(b, 7);
   CHECK(b.CanLaunch(ignores_term));
 

@@ -100,6 +100,7 @@ class SqliteStorage final : public Storage {
   Result<std::vector<ExperimentRecord>> ListExperiments() override;
   Status SetExperimentState(ExperimentId id, ExperimentState state,
                             const std::string& message) override;
+  Status SetExperimentSpec(ExperimentId id, const std::string& spec_json) override;
 
   Result<Trial> CreateTrial(ExperimentId e, const ParamMap& params) override;
   Status StartTrial(TrialId t, int attempt, const std::string& location) override;
@@ -299,6 +300,18 @@ Status SqliteStorage::SetExperimentState(ExperimentId id, ExperimentState state,
     s->bind(2, message);
     s->bind(3, Now());
     s->bind(4, static_cast<int64_t>(id));
+    if (s->exec() == 0) {
+      return Status::NotFound(path_ + ": no experiment with id " + std::to_string(id));
+    }
+    return Status::Ok();
+  });
+}
+
+Status SqliteStorage::SetExperimentSpec(ExperimentId id, const std::string& spec_json) {
+  return Transact(true, [&]() -> Status {
+    StmtScope s(Stmt("UPDATE experiments SET spec_json = ?1 WHERE id = ?2"));
+    s->bind(1, spec_json);
+    s->bind(2, static_cast<int64_t>(id));
     if (s->exec() == 0) {
       return Status::NotFound(path_ + ": no experiment with id " + std::to_string(id));
     }

@@ -65,6 +65,8 @@ class Storage {
   virtual Result<std::vector<ExperimentRecord>> ListExperiments() = 0;
   virtual Status SetExperimentState(ExperimentId id, ExperimentState state,
                                     const std::string& message) = 0;
+  // Replaces the stored experiment.json (a resume with changed limits).
+  virtual Status SetExperimentSpec(ExperimentId id, const std::string& spec_json) = 0;
 
   // A new pending trial with the next free number of the experiment.
   virtual Result<Trial> CreateTrial(ExperimentId e, const ParamMap& params) = 0;
