@@ -38,7 +38,9 @@ void AddLoopFlags(CLI::App* app, tune::LoopOptions* o) {
   app->add_option("--eval-max-examples", o->eval_max_examples, "cap on eval examples (0: all)");
   app->add_option("--resume-from", o->resume_from, "checkpoint folder to continue from");
   app->add_flag("!--no-auto-resume", o->auto_resume, "do not resume from a checkpoint found in --output");
-  app->add_option("--output", o->output, "output folder (default $TUNE_TRIAL_DIR, else ./output)");
+  app->add_option("--output", o->output,
+                  "output folder (default $TUNE_TRIAL_DIR, else ./output; pretrain: <out>/pretrain_checkpoints, "
+                  "removed at the end)");
   app->add_option("--backend", o->backend, "distributed backend: auto | gloo | nccl");
   app->add_option("--dist-timeout", o->dist_timeout_s, "seconds before a silent rank fails the group");
 }

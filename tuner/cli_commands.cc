@@ -151,7 +151,9 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
       // What runs from now on is what the database describes.
       if (Status st = storage->SetExperimentSpec(found->id, spec.json); !st.ok()) return Fail(err, st, kExitFailed);
       std::string keys;
-      for (const std::string& k : *changed) keys += (keys.empty() ? "" : ", ") + k;
+      for (size_t i = 0; i < changed->size(); ++i) {
+        keys += (i == 0 ? "" : i + 1 == changed->size() ? " and " : ", ") + (*changed)[i];
+      }
       out << "tune: resuming '" << spec.name << "' with the " << keys << " of " << args.experiment_path
           << " (changed since it started)\n";
     }

@@ -243,7 +243,7 @@ Status ParseKubernetes(const ObjectReader& b, KubernetesOptions* k) {
 Status ParseGpus(const ObjectReader& b, std::vector<std::string>* out) {
   const Json* v = b.Find("gpus");
   if (!v) return Status::Ok();
-  const std::string what = "an array of GPU ids (integers or strings)";
+  const std::string what = "an array of GPU indices (integers of at least 0)";
   if (!v->is_array()) return b.reader().FailValue(b.PathOf("gpus"), what, *v);
   std::vector<std::string> ids;
   for (size_t i = 0; i < v->size(); ++i) {
@@ -252,10 +252,11 @@ Status ParseGpus(const ObjectReader& b, std::vector<std::string>* out) {
     std::string id;
     if (auto n = AsInt64(g); n && !g.is_number_float() && *n >= 0) {
       id = std::to_string(*n);
-    } else if (g.is_string() && Matches(g.get<std::string>(), "[A-Za-z0-9_-]+")) {
+    } else if (g.is_string() && Matches(g.get<std::string>(), "[0-9]+")) {
       id = g.get<std::string>();
     } else {
-      return b.reader().FailValue(path, "a GPU id (an integer of at least 0 or a name such as \"GPU-1a2b\")", g);
+      // The local backend hands them out as CUDA_VISIBLE_DEVICES indices.
+      return b.reader().FailValue(path, "a GPU index (an integer of at least 0)", g);
     }
     for (const auto& seen : ids) {
       if (seen == id) return b.reader().FailValue(path, "distinct GPU ids", g);

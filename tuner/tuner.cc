@@ -130,6 +130,7 @@ struct Tuner::Impl {
   std::optional<int> best_number;
   std::optional<double> best_value;
   Clock::time_point start = Clock::now();
+  double seconds_before = 0;  // spent by earlier runs (time_budget_s counts them)
   Clock::time_point last_tick = Clock::now();
 
   Trial& Get(TrialId id) { return trials[static_cast<size_t>(index_of.at(id))]; }
@@ -142,6 +143,12 @@ struct Tuner::Impl {
   Status HandleReports(TrialId id, const std::vector<MetricReport>& reports, bool* stopped);
   Status EndTrial(TrialId id, TrialState state, const std::string& message,
                   std::optional<int64_t> rung = std::nullopt);
+  // Stores seconds_before + this run's time (a killed tuner loses at most
+  // the time since the last trial ended).
+  Status SaveRunSeconds() {
+    return parts.storage->SetExperimentRunSeconds(
+        experiment_id, seconds_before + std::chrono::duration<double>(Clock::now() - start).count());
+  }
   // Notes a trial the tuner has just killed (see `draining`).
   void Drain(TrialId id);
   Status StopAllRunning(TrialState as, const std::string& message);
@@ -173,6 +180,7 @@ Status Tuner::Impl::Setup() {
     }
     experiment_id = found->id;
     seed = found->seed;
+    seconds_before = found->run_seconds;
     TUNE_RETURN_IF_ERROR(storage.SetExperimentState(experiment_id, ExperimentState::kRunning, "resumed"));
     return ReplayHistory();
   }
@@ -384,6 +392,7 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
   }
   std::optional<double> value = ScopedValue(t, spec.objective);
   TUNE_RETURN_IF_ERROR(parts.storage->FinishTrial(id, state, value, rung, message));
+  TUNE_RETURN_IF_ERROR(SaveRunSeconds());
   t.state = state;
   t.value = value;
   if (state == TrialState::kFailed) {
@@ -519,12 +528,15 @@ Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
   auto finish = [&](RunOutcome outcome, ExperimentState state, const std::string& message) -> Status {
     summary.outcome = outcome;
     summary.message = message;
+    TUNE_RETURN_IF_ERROR(run.SaveRunSeconds());
     return parts_.storage->SetExperimentState(run.experiment_id, state, message);
   };
-  const auto deadline = spec_.limits.time_budget_s > 0
-                            ? std::optional(run.start + std::chrono::duration_cast<Clock::duration>(
-                                                            std::chrono::duration<double>(spec_.limits.time_budget_s)))
-                            : std::nullopt;
+  // The budget spans every run of the experiment: a resume gets what is left.
+  const auto deadline =
+      spec_.limits.time_budget_s > 0
+          ? std::optional(run.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                          std::max(0.0, spec_.limits.time_budget_s - run.seconds_before))))
+          : std::nullopt;
   for (;;) {
     if (stop && stop->load()) {
       TUNE_RETURN_IF_ERROR(run.StopAllRunning(TrialState::kPending, "interrupted: tune run was stopped"));

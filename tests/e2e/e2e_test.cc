@@ -259,6 +259,40 @@ TEST_CASE("tune run guards an experiment: one tuner at a time, resume keeps the 
   }
 }
 
+TEST_CASE("limits.time_budget_s spans every run of an experiment", "[e2e]") {
+  TempDir dir;
+  json spec = SyntheticSpec("e2e-budget", 4, 1, 400, 25);  // 10 s trials
+  spec["limits"]["time_budget_s"] = 1.5;
+  fs::path spec_path = Write(dir.path, spec);
+  std::string db = (dir.path / "b.db").string();
+  Output first = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db) + " --quiet"));
+  INFO(first.out);
+  CHECK(first.code == 0);
+  CHECK(first.out.find("time_budget_s reached") != std::string::npos);
+  // Spent: a resume starts nothing...
+  Output again = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db) + " --resume --quiet"));
+  INFO(again.out);
+  CHECK(again.code == 0);
+  CHECK(again.out.find("time_budget_s reached") != std::string::npos);
+  CHECK(again.out.find("started") == std::string::npos);
+  // ...until the budget is raised: then it gets what is left.
+  spec["limits"]["time_budget_s"] = 3.0;
+  fs::path more_path = dir.path / "more.json";
+  std::ofstream(more_path) << spec.dump(2);
+  Output more = Sh(Tune("run " + Quote(more_path) + " --db " + Quote(db) + " --resume --quiet"));
+  INFO(more.out);
+  CHECK(more.code == 0);
+  CHECK(more.out.find("trial 1 started") != std::string::npos);
+  // All runs together: 3 s and the stopping, not 1.5 + a fresh 3.
+  Output spent = Sh("sqlite3 " + Quote(db) + " \"SELECT run_seconds FROM experiments\"");
+  REQUIRE(spent.code == 0);
+  CHECK(std::stod(spent.out) >= 3.0);
+  CHECK(std::stod(spent.out) < 4.5);
+  json rows = json::parse(Sh(Tune("trials --db " + Quote(db) + " --format json")).out);
+  REQUIRE(rows.size() == 2);
+  for (const auto& r : rows) CHECK(r["state"] == "stopped");
+}
+
 }  // namespace
 
 namespace {

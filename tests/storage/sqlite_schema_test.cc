@@ -72,6 +72,31 @@ TEST_CASE("a database from a newer tune is refused with a clear message", "[stor
   CHECK(m.find("newer tune") != std::string::npos);
 }
 
+TEST_CASE("a version 1 database is upgraded in place and keeps its experiments", "[storage][schema]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("v1.db");
+  {
+    auto db = std::move(OpenSqliteStorage(path)).value();
+    REQUIRE(db->CreateExperiment("old", "{}", 3).ok());
+  }
+  {
+    // Back to version 1 as an earlier tune wrote it.
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    raw.exec("ALTER TABLE experiments DROP COLUMN run_seconds");
+    raw.exec("PRAGMA user_version = 1");
+  }
+  auto db = OpenSqliteStorage(path);
+  REQUIRE(db.ok());
+  auto old = (*db)->FindExperiment("old");
+  REQUIRE(old.ok());
+  CHECK(old->seed == 3);
+  CHECK(old->run_seconds == 0);
+  REQUIRE((*db)->SetExperimentRunSeconds(old->id, 12.5).ok());
+  CHECK((*db)->FindExperiment("old")->run_seconds == 12.5);
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  CHECK(raw.execAndGet("PRAGMA user_version").getInt() == 2);
+}
+
 TEST_CASE("files that are not tune databases are refused", "[storage][schema]") {
   testing::TempDir dir;
   SECTION("another application's SQLite file") {
@@ -85,6 +110,7 @@ TEST_CASE("files that are not tune databases are refused", "[storage][schema]") 
     CHECK(opened.status().message().find("not a tune results database") != std::string::npos);
     SQLite::Database raw(path, SQLite::OPEN_READONLY);
     CHECK_FALSE(raw.tableExists("trials"));  // left untouched
+    CHECK(raw.execAndGet("PRAGMA journal_mode").getString() == "delete");  // not switched to WAL
   }
   SECTION("a text file") {
     const std::string path = dir.File("experiment.json");

@@ -85,8 +85,14 @@ CREATE VIEW observation_logs AS
   JOIN trials t ON t.id = r.trial_id;
 )sql";
 
+// Version 2: the time `tune run` has spent on an experiment, over all its
+// runs, so that limits.time_budget_s holds across --resume.
+constexpr const char kV1ToV2[] = R"sql(
+ALTER TABLE experiments ADD COLUMN run_seconds REAL NOT NULL DEFAULT 0;
+)sql";
+
 // kMigrations[i] takes a database from version i to version i + 1.
-constexpr const char* kMigrations[] = {kCreateV1};
+constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion,
               "one migration per schema version");
 

@@ -101,6 +101,7 @@ class SqliteStorage final : public Storage {
   Status SetExperimentState(ExperimentId id, ExperimentState state,
                             const std::string& message) override;
   Status SetExperimentSpec(ExperimentId id, const std::string& spec_json) override;
+  Status SetExperimentRunSeconds(ExperimentId id, double seconds) override;
 
   Result<Trial> CreateTrial(ExperimentId e, const ParamMap& params) override;
   Status StartTrial(TrialId t, int attempt, const std::string& location) override;
@@ -245,7 +246,7 @@ Result<ExperimentId> SqliteStorage::CreateExperiment(const std::string& name,
 }
 
 constexpr const char kExperimentColumns[] =
-    "SELECT id, name, spec_json, state, seed, created_at, ended_at, message FROM experiments ";
+    "SELECT id, name, spec_json, state, seed, created_at, ended_at, message, run_seconds FROM experiments ";
 
 ExperimentRecord ReadExperiment(SQLite::Statement& s) {
   ExperimentRecord r;
@@ -259,6 +260,7 @@ ExperimentRecord ReadExperiment(SQLite::Statement& s) {
   r.created_at = s.getColumn(5).getDouble();
   r.ended_at = OptDouble(s.getColumn(6));
   r.message = s.getColumn(7).getString();
+  r.run_seconds = s.getColumn(8).getDouble();
   return r;
 }
 
@@ -311,6 +313,18 @@ Status SqliteStorage::SetExperimentSpec(ExperimentId id, const std::string& spec
   return Transact(true, [&]() -> Status {
     StmtScope s(Stmt("UPDATE experiments SET spec_json = ?1 WHERE id = ?2"));
     s->bind(1, spec_json);
+    s->bind(2, static_cast<int64_t>(id));
+    if (s->exec() == 0) {
+      return Status::NotFound(path_ + ": no experiment with id " + std::to_string(id));
+    }
+    return Status::Ok();
+  });
+}
+
+Status SqliteStorage::SetExperimentRunSeconds(ExperimentId id, double seconds) {
+  return Transact(true, [&]() -> Status {
+    StmtScope s(Stmt("UPDATE experiments SET run_seconds = ?1 WHERE id = ?2"));
+    s->bind(1, seconds);
     s->bind(2, static_cast<int64_t>(id));
     if (s->exec() == 0) {
       return Status::NotFound(path_ + ": no experiment with id " + std::to_string(id));
@@ -656,11 +670,12 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
     int flags = SQLite::OPEN_READWRITE | SQLite::OPEN_NOMUTEX |
                 (create_if_missing ? SQLite::OPEN_CREATE : 0);
     auto db = std::make_unique<SQLite::Database>(path, flags, kBusyTimeoutMs);
-    // journal_mode is persistent in the file; the others are per connection.
-    db->exec("PRAGMA journal_mode = WAL");
     db->exec("PRAGMA synchronous = NORMAL");
     db->exec("PRAGMA foreign_keys = ON");
+    // The schema check first: a file that is not ours is left as it was.
     TUNE_RETURN_IF_ERROR(internal::EnsureSchema(*db, path));
+    // Persistent in the file (the other pragmas are per connection).
+    db->exec("PRAGMA journal_mode = WAL");
     return std::unique_ptr<Storage>(new SqliteStorage(std::move(db), path));
   } catch (const SQLite::Exception& e) {
     if (e.getErrorCode() == SQLITE_NOTADB) {

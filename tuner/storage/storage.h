@@ -33,6 +33,7 @@ struct ExperimentRecord {
   double created_at = 0;   // Unix seconds
   std::optional<double> ended_at;
   std::string message;     // why it failed or stopped
+  double run_seconds = 0;  // time `tune run` has spent on it, all runs together
 };
 
 // A trial with everything `tune trials` shows.
@@ -67,6 +68,8 @@ class Storage {
                                     const std::string& message) = 0;
   // Replaces the stored experiment.json (a resume with changed limits).
   virtual Status SetExperimentSpec(ExperimentId id, const std::string& spec_json) = 0;
+  // Records the time `tune run` has spent on the experiment so far.
+  virtual Status SetExperimentRunSeconds(ExperimentId id, double seconds) = 0;
 
   // A new pending trial with the next free number of the experiment.
   virtual Result<Trial> CreateTrial(ExperimentId e, const ParamMap& params) = 0;
