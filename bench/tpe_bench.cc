@@ -5,6 +5,7 @@
 //
 //   tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes 100,1000,10000] [--reps N]
 //             [--only tpe|tpe-multivariate] [--parzen-rules optuna5|optuna3]
+//   tpe_bench probe --history H.jsonl --seeds N [--only tpe-multivariate] --dump P.jsonl
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
 // and 100 trials, median and quartiles over the seeds. Timing: CPU time of
@@ -17,8 +18,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -232,11 +235,58 @@ void Timing(const std::vector<int>& sizes, int reps_override, const std::string&
   }
 }
 
+// probe: one mixed6 suggestion per seed after the fixed history of
+// tpe_optuna.py --make-history (JSON lines of params and value), written as
+// JSON lines for bench/compare_probe.py.
+int Probe(const std::string& history_path, int seeds, const std::string& only) {
+  using Json = nlohmann::json;
+  std::ifstream in(history_path);
+  if (!in) {
+    std::fprintf(stderr, "probe: cannot read %s\n", history_path.c_str());
+    return 2;
+  }
+  History history;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    Json row = Json::parse(line);
+    Trial t;
+    t.number = static_cast<int>(history.size());
+    t.id = t.number + 1;
+    t.state = TrialState::kCompleted;
+    for (const auto& [name, v] : row["params"].items()) {
+      if (v.is_string()) t.params[name] = v.get<std::string>();
+      else if (v.is_number_integer()) t.params[name] = v.get<int64_t>();
+      else t.params[name] = v.get<double>();
+    }
+    t.value = row["value"].get<double>();
+    history.push_back(std::move(t));
+  }
+  const Problem problem = Mixed6();
+  for (const std::string kind : {"tpe", "tpe-multivariate"}) {
+    if (!only.empty() && kind != only) continue;
+    for (int seed = 0; seed < seeds; ++seed) {
+      auto sampler = MakeSampler(kind, seed);
+      sampler->Reseed(TrialSeed(seed, static_cast<int>(history.size())));
+      ParamMap p = SampleTrial(*sampler, problem.space, history);
+      Json params;
+      for (const auto& [name, v] : p) {
+        if (auto* str = std::get_if<std::string>(&v)) params[name] = *str;
+        else if (auto* i = std::get_if<int64_t>(&v)) params[name] = *i;
+        else params[name] = Num(v);
+      }
+      Json out = {{"mode", kind == "tpe" ? "univariate" : "multivariate"}, {"seed", seed}, {"params", params}};
+      std::fprintf(g_dump ? g_dump : stdout, "%s\n", out.dump().c_str());
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace tune
 
 int main(int argc, char** argv) {
-  bool quality = false, timing = false;
+  bool quality = false, timing = false, probe = false;
+  std::string history;
   int seeds = 20, first_seed = 0, trials = 100, reps = 0;
   std::string only;
   std::vector<int> sizes = {100, 1000, 10000};
@@ -244,6 +294,8 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "quality") quality = true;
     else if (a == "timing") timing = true;
+    else if (a == "probe") probe = true;
+    else if (a == "--history" && i + 1 < argc) history = argv[++i];
     else if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
     else if (a == "--first-seed" && i + 1 < argc) first_seed = std::atoi(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) {
@@ -274,9 +326,14 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [probe --history FILE] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
       return 2;
     }
+  }
+  if (probe) {
+    int rc = tune::Probe(history, seeds, only);
+    if (tune::g_dump) std::fclose(tune::g_dump);
+    return rc;
   }
   if (!quality && !timing) quality = timing = true;
   std::printf("parzen rules: %s\n\n",

@@ -9,6 +9,12 @@ completed random trials on the mixed 6-D space.
 
   python3 bench/tpe_optuna.py [quality] [timing] [--seeds 20] [--sizes 100,1000]
                               [--functions branin,hartmann6,mixed6] [--normalized-kernels]
+  python3 bench/tpe_optuna.py probe --history H.jsonl [--make-history 30] --seeds 4000
+                              --modes multivariate --dump P.jsonl
+
+`probe` proposes one mixed6 trial per seed after a fixed history (written
+first with --make-history N), for bench/compare_probe.py to set beside
+`tpe_bench probe`: a sampler-level comparison, below the regret tables.
 
 Runs with Debian's python3-optuna (3.1) or a current release (checked with
 5.0) in a virtual environment; prints Markdown tables. --normalized-kernels
@@ -168,6 +174,35 @@ def timing(sizes):
             print("| %s | %d | %.3f | %d |" % (kind, n, ms, reps), flush=True)
 
 
+def make_history(path, n, seed):
+    """Writes n random mixed6 trials (params and value) as JSON lines."""
+    rng = np.random.RandomState(seed)
+    with open(path, "w") as f:
+        for _ in range(n):
+            p = {"optimizer": ["adam", "sgd", "adamw"][rng.randint(3)],
+                 "lora_r": [4, 8, 16, 32, 64][rng.randint(5)],
+                 "num_layers": int(rng.randint(1, 9)),
+                 "lr": float(10 ** rng.uniform(-6, -1)),
+                 "weight_decay": float(10 ** rng.uniform(-6, -1)),
+                 "dropout": float(rng.uniform(0, 0.5))}
+            f.write(json.dumps({"params": p, "value": mixed_value(p)}) + "\n")
+
+
+def probe(history_path, seeds, modes, dump):
+    """One suggestion per seed after the same fixed mixed6 history: the
+    distribution of what the sampler proposes, to set beside tpe_bench probe."""
+    rows = [json.loads(line) for line in open(history_path)]
+    trials = [optuna.trial.create_trial(params=r["params"], distributions=MIXED_SPACE, value=r["value"])
+              for r in rows]
+    for mode in modes:
+        for seed in range(seeds):
+            sampler = optuna.samplers.TPESampler(seed=seed, multivariate=(mode == "multivariate"))
+            study = optuna.create_study(sampler=sampler)
+            study.add_trials(trials)
+            t = study.ask()
+            dump.write(json.dumps({"mode": mode, "seed": seed, "params": suggest_mixed(t)}) + "\n")
+
+
 def kernels_normalized():
     """Whether this Optuna's truncnorm logpdf has the -log(scale) term (3.1 does not)."""
     from optuna.samplers._tpe import _truncnorm
@@ -186,7 +221,17 @@ def main():
     ap.add_argument("--functions", default="", help="comma-separated subset, e.g. mixed6")
     ap.add_argument("--modes", default="univariate,multivariate", help="comma-separated subset")
     ap.add_argument("--dump", help="write one JSON line per run (bench/compare_regrets.py)")
+    ap.add_argument("--history", help="probe: the mixed6 history (JSON lines)")
+    ap.add_argument("--make-history", type=int, default=0,
+                    help="probe: first write this many random trials to --history")
+    ap.add_argument("--history-seed", type=int, default=0)
     args = ap.parse_args()
+    if "probe" in args.what:
+        if args.make_history:
+            make_history(args.history, args.make_history, args.history_seed)
+        with open(args.dump, "w") as dump:
+            probe(args.history, args.seeds, [m for m in args.modes.split(",") if m], dump)
+        return
     normalized = kernels_normalized()
     if args.normalized_kernels and not normalized:
         from optuna.samplers._tpe import _truncnorm

@@ -408,17 +408,11 @@ Result<std::vector<std::string>> CheckResumable(const ExperimentSpec& spec, cons
     std::string pointer = patch.empty() ? "" : patch[0].value("path", "");
     std::string path = section;
     Json::json_pointer ptr(pointer);
-    for (std::string token : [&] {
-           std::vector<std::string> tokens;
-           size_t pos = 1;
-           while (pos <= pointer.size() && !pointer.empty()) {
-             size_t next = pointer.find('/', pos);
-             if (next == std::string::npos) next = pointer.size();
-             tokens.push_back(pointer.substr(pos, next - pos));
-             pos = next + 1;
-           }
-           return tokens;
-         }()) {
+    // "/parameters/lr/low" -> parameters.lr.low; "/values/2" -> values[2].
+    for (size_t pos = 1; pos <= pointer.size() && !pointer.empty();) {
+      size_t next = std::min(pointer.find('/', pos), pointer.size());
+      std::string token = pointer.substr(pos, next - pos);
+      pos = next + 1;
       for (size_t at; (at = token.find("~1")) != std::string::npos;) token.replace(at, 2, "/");
       for (size_t at; (at = token.find("~0")) != std::string::npos;) token.replace(at, 2, "~");
       bool index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;

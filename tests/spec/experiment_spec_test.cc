@@ -418,3 +418,51 @@ TEST_CASE("spec: built-in placeholders and several per argument are accepted", "
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST_CASE("spec: a resume may change limits, trial, backend and storage, not the search", "[spec]") {
+  const std::string stored = R"({"name": "r", "objective": {"metric": "loss", "mode": "min"},
+    "parameters": {"lr": {"type": "loguniform", "low": 1e-5, "high": 1e-2}},
+    "search": {"algorithm": "tpe", "seed": 3}, "limits": {"max_trials": 4},
+    "trial": {"command": ["prog", "${lr}"]}})";
+  // Layout and key order do not matter.
+  ExperimentSpec same = MustParse(R"({"trial": {"command": ["prog", "${lr}"]}, "limits": {"max_trials": 4},
+    "search": {"seed": 3, "algorithm": "tpe"}, "name": "r",
+    "parameters": {"lr": {"high": 1e-2, "low": 1e-5, "type": "loguniform"}},
+    "objective": {"mode": "min", "metric": "loss"}})");
+  auto unchanged = CheckResumable(same, stored, "t.db");
+  REQUIRE(unchanged.ok());
+  CHECK(unchanged->empty());
+
+  ExperimentSpec more = MustParse(R"({"name": "r", "objective": {"metric": "loss", "mode": "min"},
+    "parameters": {"lr": {"type": "loguniform", "low": 1e-5, "high": 1e-2}},
+    "search": {"algorithm": "tpe", "seed": 3}, "limits": {"max_trials": 9},
+    "trial": {"command": ["prog", "${lr}"], "timeout_s": 60}, "storage": {"path": "x.db"}})");
+  auto changed = CheckResumable(more, stored, "t.db");
+  REQUIRE(changed.ok());
+  CHECK(*changed == std::vector<std::string>{"limits", "trial", "storage"});
+
+  ExperimentSpec other_search = MustParse(R"({"name": "r", "objective": {"metric": "loss", "mode": "min"},
+    "parameters": {"lr": {"type": "loguniform", "low": 1e-5, "high": 1e-2}},
+    "search": {"algorithm": "tpe", "seed": 3, "multivariate": true}, "limits": {"max_trials": 4},
+    "trial": {"command": ["prog", "${lr}"]}})");
+  auto refused = CheckResumable(other_search, stored, "t.db");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(refused.status().message() ==
+        "exp.json: search.multivariate: expected nothing as when experiment 'r' in t.db started (--resume keeps its "
+        "parameters, objective, search and scheduler; give the experiment another name to start a new one), got true");
+
+  ExperimentSpec no_scheduler_key = MustParse(R"({"name": "r", "objective": {"metric": "loss", "mode": "min"},
+    "parameters": {"lr": {"type": "loguniform", "low": 1e-5, "high": 1e-2}},
+    "search": {"algorithm": "tpe", "seed": 3}, "scheduler": {"type": "fifo"}, "limits": {"max_trials": 4},
+    "trial": {"command": ["prog", "${lr}"]}})");
+  auto added = CheckResumable(no_scheduler_key, stored, "t.db");
+  REQUIRE_FALSE(added.ok());
+  CHECK(added.status().message().find("exp.json: scheduler: expected nothing") == 0);
+}
+
+}  // namespace
+}  // namespace tune
