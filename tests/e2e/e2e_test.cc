@@ -45,6 +45,26 @@ json SyntheticSpec(const std::string& name, int max_trials, int concurrent, int 
   return spec;
 }
 
+// `tune run SPEC --db DB --quiet` in the background, output to `log`.
+pid_t StartTuneRun(const fs::path& spec_path, const std::string& db, const fs::path& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl((kBin + "/tune").c_str(), "tune", "run", spec_path.c_str(), "--db", db.c_str(), "--quiet", nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
+// Writes `spec` to dir/file, then `tune run FILE --db DB --resume --quiet`.
+Output ResumeWith(const fs::path& dir, const std::string& file, const json& spec, const std::string& db) {
+  fs::path path = dir / file;
+  std::ofstream(path) << spec.dump(2);
+  return Sh(Tune("run " + Quote(path) + " --db " + Quote(db) + " --resume --quiet"));
+}
+
 fs::path Write(const fs::path& dir, const json& spec) {
   fs::path p = dir / (spec["name"].get<std::string>() + ".json");
   std::ofstream(p) << spec.dump(2);
@@ -135,15 +155,8 @@ TEST_CASE("a SIGKILLed tuner leaves no trial process, and --resume finishes the 
   fs::path spec_path = Write(dir.path, spec);
   std::string db = (dir.path / "k.db").string();
 
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = ::open((dir.path / "first.log").c_str(), O_WRONLY | O_CREAT, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execl((kBin + "/tune").c_str(), "tune", "run", spec_path.c_str(), "--db", db.c_str(), "--quiet", nullptr);
-    _exit(127);
-  }
+  pid_t pid = StartTuneRun(spec_path, db, dir.path / "first.log");
+  REQUIRE(pid > 0);
   // Wait until at least two trials finished, then kill the tuner outright.
   bool two_done = false;
   for (int i = 0; i < 300 && !two_done; ++i) {
@@ -186,15 +199,8 @@ TEST_CASE("tune run guards an experiment: one tuner at a time, resume keeps the 
   std::string db = (dir.path / "g.db").string();
   fs::path lock = db + ".e2e-guard.lock";
 
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = ::open((dir.path / "first.log").c_str(), O_WRONLY | O_CREAT, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execl((kBin + "/tune").c_str(), "tune", "run", spec_path.c_str(), "--db", db.c_str(), "--quiet", nullptr);
-    _exit(127);
-  }
+  pid_t pid = StartTuneRun(spec_path, db, dir.path / "first.log");
+  REQUIRE(pid > 0);
   for (int i = 0; i < 100 && !fs::exists(lock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   REQUIRE(fs::exists(lock));
   // Refused twice, and the refusals leave the running tuner's lock alone:
@@ -221,9 +227,7 @@ TEST_CASE("tune run guards an experiment: one tuner at a time, resume keeps the 
   // A resume must keep the search space...
   json changed = spec;
   changed["parameters"]["lr"]["high"] = 0.2;
-  fs::path changed_path = dir.path / "changed.json";
-  std::ofstream(changed_path) << changed.dump(2);
-  Output refused = Sh(Tune("run " + Quote(changed_path) + " --db " + Quote(db) + " --resume --quiet"));
+  Output refused = ResumeWith(dir.path, "changed.json", changed, db);
   INFO(refused.out);
   CHECK(refused.code == 2);
   CHECK(refused.out.find("changed.json: parameters.lr.high: expected 0.1 as when experiment 'e2e-guard'") !=
@@ -231,9 +235,7 @@ TEST_CASE("tune run guards an experiment: one tuner at a time, resume keeps the 
   // ...but may raise the limits: the stored spec follows.
   json more = spec;
   more["limits"]["max_trials"] = 5;
-  fs::path more_path = dir.path / "more.json";
-  std::ofstream(more_path) << more.dump(2);
-  Output resumed = Sh(Tune("run " + Quote(more_path) + " --db " + Quote(db) + " --resume --quiet"));
+  Output resumed = ResumeWith(dir.path, "more.json", more, db);
   INFO(resumed.out);
   CHECK(resumed.code == 0);
   CHECK(resumed.out.find("resuming 'e2e-guard' with the limits of") != std::string::npos);
@@ -277,9 +279,7 @@ TEST_CASE("limits.time_budget_s spans every run of an experiment", "[e2e]") {
   CHECK(again.out.find("started") == std::string::npos);
   // ...until the budget is raised: then it gets what is left.
   spec["limits"]["time_budget_s"] = 3.0;
-  fs::path more_path = dir.path / "more.json";
-  std::ofstream(more_path) << spec.dump(2);
-  Output more = Sh(Tune("run " + Quote(more_path) + " --db " + Quote(db) + " --resume --quiet"));
+  Output more = ResumeWith(dir.path, "more.json", spec, db);
   INFO(more.out);
   CHECK(more.code == 0);
   CHECK(more.out.find("trial 1 started") != std::string::npos);

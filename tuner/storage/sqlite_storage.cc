@@ -122,6 +122,9 @@ class SqliteStorage final : public Storage {
   // Unavailable (busy) or Internal.
   template <typename F>
   Status Transact(bool write, F&& body);
+  // UPDATE experiments SET <column> = ?1 WHERE id = ?2, as one transaction.
+  template <typename V>
+  Status SetExperimentColumn(ExperimentId id, const char* update_sql, const V& value);
   Status FromException(const SQLite::Exception& e) const;
 
   // The cached prepared statement for `sql` (a string literal), reset.
@@ -309,10 +312,11 @@ Status SqliteStorage::SetExperimentState(ExperimentId id, ExperimentState state,
   });
 }
 
-Status SqliteStorage::SetExperimentSpec(ExperimentId id, const std::string& spec_json) {
+template <typename V>
+Status SqliteStorage::SetExperimentColumn(ExperimentId id, const char* update_sql, const V& value) {
   return Transact(true, [&]() -> Status {
-    StmtScope s(Stmt("UPDATE experiments SET spec_json = ?1 WHERE id = ?2"));
-    s->bind(1, spec_json);
+    StmtScope s(Stmt(update_sql));
+    s->bind(1, value);
     s->bind(2, static_cast<int64_t>(id));
     if (s->exec() == 0) {
       return Status::NotFound(path_ + ": no experiment with id " + std::to_string(id));
@@ -321,16 +325,12 @@ Status SqliteStorage::SetExperimentSpec(ExperimentId id, const std::string& spec
   });
 }
 
+Status SqliteStorage::SetExperimentSpec(ExperimentId id, const std::string& spec_json) {
+  return SetExperimentColumn(id, "UPDATE experiments SET spec_json = ?1 WHERE id = ?2", spec_json);
+}
+
 Status SqliteStorage::SetExperimentRunSeconds(ExperimentId id, double seconds) {
-  return Transact(true, [&]() -> Status {
-    StmtScope s(Stmt("UPDATE experiments SET run_seconds = ?1 WHERE id = ?2"));
-    s->bind(1, seconds);
-    s->bind(2, static_cast<int64_t>(id));
-    if (s->exec() == 0) {
-      return Status::NotFound(path_ + ": no experiment with id " + std::to_string(id));
-    }
-    return Status::Ok();
-  });
+  return SetExperimentColumn(id, "UPDATE experiments SET run_seconds = ?1 WHERE id = ?2", seconds);
 }
 
 // ---------------------------------------------------------------------------
