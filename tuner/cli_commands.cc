@@ -243,9 +243,25 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
     out << " (" << (spec.search.tpe.multivariate ? "multivariate" : "univariate") << ", parzen_rules "
         << spec.search.tpe.parzen_rules << ")";
   if (spec.search.seed_given) out << ", seed " << spec.search.seed;
-  out << "\n  scheduler   " << spec.scheduler.type << "\n";
-  out << "  limits      max_trials " << spec.limits.max_trials << ", max_concurrent_trials "
-      << spec.limits.max_concurrent_trials << "\n";
+  const SchedulerSpec& sch = spec.scheduler;
+  out << "\n  scheduler   " << sch.type;
+  if (sch.type == "asha") {
+    out << " (time_attr " << sch.time_attr << ", max_t " << sch.max_t << ", grace_period " << sch.grace_period
+        << ", reduction_factor " << Fmt(sch.reduction_factor) << ", brackets " << sch.brackets << ")";
+  } else if (sch.type == "median") {
+    out << " (time_attr " << sch.time_attr << ", grace_period " << sch.grace_period << ", min_samples_required "
+        << sch.min_samples_required << ", hard_stop " << (sch.hard_stop ? "true" : "false") << ")";
+  }
+  out << "\n  limits      max_trials " << spec.limits.max_trials << ", max_concurrent_trials "
+      << spec.limits.max_concurrent_trials;
+  if (spec.limits.max_failed_trials > 0) out << ", max_failed_trials " << spec.limits.max_failed_trials;
+  if (spec.limits.time_budget_s > 0) out << ", time_budget_s " << Fmt(spec.limits.time_budget_s);
+  out << "\n  backend     " << spec.backend.type;
+  if (spec.backend.type == "kubernetes") {
+    out << " (namespace " << spec.backend.kubernetes.namespace_
+        << ", image " << spec.backend.kubernetes.image << ")";
+  }
+  out << "\n  storage     " << (spec.storage_path.empty() ? "tune.db (or --db)" : spec.storage_path) << "\n";
   out << "  trial       " << spec.trial.workers << " worker(s):";
   for (const auto& a : spec.trial.command) out << " " << a;
   out << "\n  parameters\n";

@@ -67,6 +67,10 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("search      tpe (univariate, parzen_rules optuna5), seed 7") != std::string::npos);
+  // Every setting that decides the run, defaults included.
+  CHECK(r.out.find("scheduler   asha (time_attr step, max_t ") != std::string::npos);
+  CHECK(r.out.find(", reduction_factor 3, brackets ") != std::string::npos);
+  CHECK(r.out.find("  backend     local\n") != std::string::npos);
   fs::path file = tmp / "multivariate.json";
   std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
       "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
