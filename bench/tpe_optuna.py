@@ -15,6 +15,7 @@ completed random trials on the mixed 6-D space.
 `probe` proposes one mixed6 trial per seed after a fixed history (written
 first with --make-history N), for bench/compare_probe.py to set beside
 `tpe_bench probe`: a sampler-level comparison, below the regret tables.
+--stable-argsort orders equal values as tune does (for quality and probe).
 
 Runs with Debian's python3-optuna (3.1) or a current release (checked with
 5.0) in a virtual environment; prints Markdown tables. --normalized-kernels
@@ -203,6 +204,22 @@ def probe(history_path, seeds, modes, dump):
             dump.write(json.dumps({"mode": mode, "seed": seed, "params": suggest_mixed(t)}) + "\n")
 
 
+def stable_argsort():
+    """Makes the Parzen estimator's argsort stable (ties by observation index)."""
+    from optuna.samplers._tpe import parzen_estimator as pe
+
+    class NumpyWithStableArgsort:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def argsort(a, *args, **kwargs):
+            kwargs.setdefault("kind", "stable")
+            return np.argsort(a, *args, **kwargs)
+
+    pe.np = NumpyWithStableArgsort()
+
+
 def kernels_normalized():
     """Whether this Optuna's truncnorm logpdf has the -log(scale) term (3.1 does not)."""
     from optuna.samplers._tpe import _truncnorm
@@ -225,7 +242,12 @@ def main():
     ap.add_argument("--make-history", type=int, default=0,
                     help="probe: first write this many random trials to --history")
     ap.add_argument("--history-seed", type=int, default=0)
+    ap.add_argument("--stable-argsort", action="store_true",
+                    help="order ties among equal values by observation index, as tune does "
+                         "(numpy's default argsort orders them by its SIMD sort)")
     args = ap.parse_args()
+    if args.stable_argsort:
+        stable_argsort()
     if "probe" in args.what:
         if args.make_history:
             make_history(args.history, args.make_history, args.history_seed)
