@@ -6,6 +6,7 @@
 //   tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes 100,1000,10000] [--reps N]
 //             [--only tpe|tpe-multivariate] [--parzen-rules optuna5|optuna3]
 //   tpe_bench probe --history H.jsonl --seeds N [--only tpe-multivariate] --dump P.jsonl
+//   tpe_bench quality --seeds 1 --first-seed S --history-out H.jsonl --history-at N   (a history of tune's own)
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
 // and 100 trials, median and quartiles over the seeds. Timing: CPU time of
@@ -141,6 +142,25 @@ double Quantile(std::vector<double> v, double q) {
 // --dump FILE: one JSON line per run with the regret at the last checkpoint
 // (bench/compare_regrets.py reads them next to tpe_optuna.py's).
 std::FILE* g_dump = nullptr;
+// --history-out FILE --history-at N: the mixed6 history of the first seed's
+// multivariate run after N trials, in the format of probe's --history.
+std::string g_history_out;
+int g_history_at = 0;
+
+void WriteHistory(const History& history) {
+  std::FILE* f = std::fopen(g_history_out.c_str(), "w");
+  if (!f) return;
+  for (const Trial& t : history) {
+    nlohmann::json params;
+    for (const auto& [name, v] : t.params) {
+      if (auto* str = std::get_if<std::string>(&v)) params[name] = *str;
+      else if (auto* i = std::get_if<int64_t>(&v)) params[name] = *i;
+      else params[name] = Num(v);
+    }
+    std::fprintf(f, "%s\n", nlohmann::json({{"params", params}, {"value", *t.value}}).dump().c_str());
+  }
+  std::fclose(f);
+}
 
 void Quality(int first_seed, int seeds, int trials) {
   const std::vector<int> checkpoints = {25, 50, 100};
@@ -165,6 +185,9 @@ void Quality(int first_seed, int seeds, int trials) {
           t.params = std::move(p);
           t.value = v;
           history.push_back(std::move(t));
+          if (!g_history_out.empty() && seed == first_seed && kind == "tpe-multivariate" &&
+              problem.name == "mixed6" && i + 1 == g_history_at)
+            WriteHistory(history);
           for (size_t c = 0; c < checkpoints.size(); ++c)
             if (i + 1 == checkpoints[c]) regret[c].push_back(best - problem.optimum);
         }
@@ -296,6 +319,8 @@ int main(int argc, char** argv) {
     else if (a == "timing") timing = true;
     else if (a == "probe") probe = true;
     else if (a == "--history" && i + 1 < argc) history = argv[++i];
+    else if (a == "--history-out" && i + 1 < argc) tune::g_history_out = argv[++i];
+    else if (a == "--history-at" && i + 1 < argc) tune::g_history_at = std::atoi(argv[++i]);
     else if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
     else if (a == "--first-seed" && i + 1 < argc) first_seed = std::atoi(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) {
@@ -326,7 +351,7 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [probe --history FILE] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [probe --history FILE] [--history-out FILE --history-at N] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
       return 2;
     }
   }
