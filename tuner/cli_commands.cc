@@ -95,12 +95,13 @@ class RunLock {
 };
 
 // The parts tune run builds must be buildable (an unknown sampler option, a
-// trial bigger than this machine, a missing working directory).
-Status CheckRunnable(const ExperimentSpec& spec) {
+// trial bigger than this machine, a missing working directory). Returns the
+// backend, which needs no seed; the sampler and scheduler are rebuilt once
+// the experiment's seed is known.
+Result<std::unique_ptr<TrialBackend>> CheckRunnable(const ExperimentSpec& spec) {
   if (auto s = MakeSampler(spec); !s.ok()) return s.status();
   if (auto s = MakeScheduler(spec, 0); !s.ok()) return s.status();
-  if (auto b = MakeBackend(spec, ""); !b.ok()) return b.status();
-  return Status::Ok();
+  return MakeBackend(spec, "");
 }
 
 std::string Fmt(double v) {
@@ -122,7 +123,9 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   // Everything that can be checked without the database is checked before
   // it is opened (and perhaps created): a spec that cannot run leaves
   // nothing behind, and `tune validate` runs the same checks.
-  if (Status st = CheckRunnable(spec); !st.ok()) return Fail(err, st);
+  auto runnable = CheckRunnable(spec);
+  if (!runnable.ok()) return Fail(err, runnable.status());
+  std::unique_ptr<TrialBackend> backend = std::move(runnable).value();
   if (args.db_path && args.db_path->empty()) {
     return Fail(err, Status::InvalidArgument("--db: expected a database file path, got \"\""));
   }
@@ -168,14 +171,12 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (!sampler.ok()) return Fail(err, sampler.status());
   auto scheduler = MakeScheduler(spec, spec.search.seed);
   if (!scheduler.ok()) return Fail(err, scheduler.status());
-  auto backend = MakeBackend(spec, "");
-  if (!backend.ok()) return Fail(err, backend.status());
 
 #ifdef TUNE_HAVE_K8S
   // On resume, interrupted trials run again as new attempts (new Job
   // names): delete whatever the interrupted run left in the cluster first.
   if (args.resume) {
-    if (auto* k8s = dynamic_cast<KubernetesBackend*>(backend->get())) {
+    if (auto* k8s = dynamic_cast<KubernetesBackend*>(backend.get())) {
       if (Status st = k8s->Preflight(); !st.ok()) return Fail(err, st, kExitFailed);
       auto cleaned = k8s->AdoptOrClean({});
       if (!cleaned.ok()) return Fail(err, cleaned.status(), kExitFailed);
@@ -193,7 +194,7 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
 
   TunerParts parts;
   parts.storage = storage.get();
-  parts.backend = backend->get();
+  parts.backend = backend.get();
   parts.sampler = sampler->get();
   parts.scheduler = scheduler->get();
   parts.progress = progress.get();
@@ -206,7 +207,7 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   Tuner tuner(spec, parts, options);
   auto summary = tuner.Run(args.stop);
   if (!summary.ok()) {
-    backend->get()->Shutdown();
+    backend->Shutdown();
     return Fail(err, summary.status(), summary.status().IsInvalidArgument() ||
                                                summary.status().code() == StatusCode::kFailedPrecondition
                                            ? kExitUsage
@@ -232,7 +233,7 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
   auto spec_or = LoadExperimentSpec(path);
   if (!spec_or.ok()) return Fail(err, spec_or.status());
   const ExperimentSpec& spec = *spec_or;
-  if (Status st = CheckRunnable(spec); !st.ok()) return Fail(err, st);
+  if (auto runnable = CheckRunnable(spec); !runnable.ok()) return Fail(err, runnable.status());
   out << path << ": ok\n";
   out << "  experiment  " << spec.name << "\n";
   out << "  objective   " << (spec.objective.mode == Mode::kMin ? "minimize " : "maximize ") << spec.objective.metric
