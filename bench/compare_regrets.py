@@ -11,7 +11,10 @@ own), and P(A < B): the chance that a run of A ends below a run of B
 does not jump when the regrets split into clusters, with its normal-
 approximation standard error. Standard library only.
 
-  python3 bench/compare_regrets.py ours.jsonl optuna.jsonl [--resamples 2000]
+  python3 bench/compare_regrets.py ours.jsonl optuna.jsonl [--resamples 2000] [--at 50]
+
+--at N compares the regrets after N trials ("regret_N" in the dumps, written
+for the checkpoints 25 and 50) instead of after the last trial.
 """
 import argparse
 import json
@@ -19,12 +22,14 @@ import random
 import statistics
 
 
-def load(path):
+def load(path, at=None):
     runs = {}
     with open(path) as f:
         for line in f:
             r = json.loads(line)
-            runs.setdefault((r["function"], r["mode"]), {})[r["seed"]] = r["regret"]
+            key = "regret" if at in (None, r["trials"]) else "regret_%d" % at
+            if key in r:
+                runs.setdefault((r["function"], r["mode"]), {})[r["seed"]] = r[key]
     return runs
 
 
@@ -52,8 +57,9 @@ def main():
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--at", type=int, help="compare after this many trials (25 or 50)")
     args = ap.parse_args()
-    a, b = load(args.a), load(args.b)
+    a, b = load(args.a, args.at), load(args.b, args.at)
     rng = random.Random(0)
     print("| function | mode | seeds | median A | median B | A - B | 95% interval of A - B | P(A < B) |")
     print("|---|---|---|---|---|---|---|---|")

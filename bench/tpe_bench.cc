@@ -139,8 +139,9 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - lo) * (v[hi] - v[lo]);
 }
 
-// --dump FILE: one JSON line per run with the regret at the last checkpoint
-// (bench/compare_regrets.py reads them next to tpe_optuna.py's).
+// --dump FILE: one JSON line per run with the regret after the last trial
+// ("regret") and at the earlier checkpoints ("regret_25", "regret_50"), as
+// tpe_optuna.py writes them (bench/compare_regrets.py [--at N] reads both).
 std::FILE* g_dump = nullptr;
 // --history-out FILE --history-at N: the mixed6 history of the first seed's
 // multivariate run after N trials, in the format of probe's --history.
@@ -191,13 +192,19 @@ void Quality(int first_seed, int seeds, int trials) {
           for (size_t c = 0; c < checkpoints.size(); ++c)
             if (i + 1 == checkpoints[c]) regret[c].push_back(best - problem.optimum);
         }
-        if (g_dump)
+        if (g_dump) {
+          std::string at;  // the earlier checkpoints this run reached
+          for (size_t c = 0; c < checkpoints.size(); ++c)
+            if (checkpoints[c] < trials)
+              at += ", \"regret_" + std::to_string(checkpoints[c]) + "\": " +
+                    nlohmann::json(regret[c].back()).dump();
           std::fprintf(g_dump,
                        "{\"function\": \"%s\", \"mode\": \"%s\", \"seed\": %d, \"trials\": %d, "
-                       "\"regret\": %.17g}\n",
+                       "\"regret\": %.17g%s}\n",
                        problem.name.c_str(),
                        kind == "random" ? "random" : kind == "tpe" ? "univariate" : "multivariate",
-                       seed, trials, best - problem.optimum);
+                       seed, trials, best - problem.optimum, at.c_str());
+        }
       }
       std::printf("| %s | %s |", problem.name.c_str(), kind.c_str());
       for (const auto& r : regret) {

@@ -130,9 +130,13 @@ def quality(seeds, trials, functions=None, modes=("univariate", "multivariate"),
                     if i + 1 in regrets:
                         regrets[i + 1].append(best - optimum)
                 if dump:
-                    dump.write(json.dumps({"function": name, "seed": seed, "trials": trials,
-                                           "mode": "multivariate" if kind.endswith("multivariate")
-                                           else "univariate", "regret": best - optimum}) + "\n")
+                    line = {"function": name, "seed": seed, "trials": trials,
+                            "mode": "multivariate" if kind.endswith("multivariate")
+                            else "univariate", "regret": best - optimum}
+                    for k in (25, 50):
+                        if k < trials:
+                            line["regret_%d" % k] = regrets[k][-1]
+                    dump.write(json.dumps(line) + "\n")
                     dump.flush()
             cells = []
             for k in (25, 50, 100):
