@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 
 #include "schedulers/asha_scheduler.h"
@@ -10,6 +11,7 @@
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
 #include "trial_runner/local_backend.h"
+#include "trial_runner/process_group.h"
 #ifdef TUNE_HAVE_K8S
 #include "k8s/kubernetes_backend.h"
 #endif
@@ -98,6 +100,23 @@ Result<std::unique_ptr<TrialBackend>> MakeBackend(const ExperimentSpec& spec, co
           Where(spec) + ": trial.working_dir: expected an existing directory (relative paths start at the "
           "experiment file's), got \"" + spec.trial.working_dir + "\" (" +
           (std::filesystem::exists(spec.trial.working_dir, ec) ? "not a directory" : "no such directory") + ")");
+    }
+    // A program that is not there would fail every trial: say so now. A
+    // command or PATH built from ${...} placeholders is only known per trial.
+    const std::string& program = spec.trial.command.empty() ? std::string() : spec.trial.command[0];
+    auto env_path = spec.trial.env.find("PATH");
+    const char* own_path = std::getenv("PATH");
+    std::string path_env = env_path != spec.trial.env.end() ? env_path->second
+                           : own_path                       ? own_path
+                                                            : "/usr/local/bin:/usr/bin:/bin";
+    if (!program.empty() && program.find("${") == std::string::npos &&
+        path_env.find("${") == std::string::npos) {
+      auto exe = ResolveExecutable(program, spec.trial.working_dir, path_env);
+      if (!exe.ok()) {
+        return Status::InvalidArgument(
+            Where(spec) + ": trial.command[0]: expected a program on PATH or the path of an executable file " +
+            "(relative paths start at trial.working_dir), got \"" + program + "\" (" + exe.status().message() + ")");
+      }
     }
     auto local = std::make_unique<LocalBackend>(o);
     // A trial that can never fit is an error now, not a silent wait.

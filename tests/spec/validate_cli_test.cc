@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,11 +27,13 @@ std::string ReadAll(const fs::path& p) {
   return ss.str();
 }
 
-// Runs `tune validate <file>` with stdout and stderr captured in files.
+// Runs `tune validate <file>` with stdout and stderr captured in files, with
+// the build's programs (synthetic_trial, lora_train) on PATH, as a user who
+// installed them has.
 Run Validate(const fs::path& dir, const std::string& file) {
   fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  std::string cmd = "'" + std::string(TUNE_BIN_DIR) + "/tune' validate '" + file + "' >'" +
-                    out.string() + "' 2>'" + err.string() + "'";
+  std::string cmd = "PATH='" + std::string(TUNE_BIN_DIR) + "':\"$PATH\" '" + std::string(TUNE_BIN_DIR) +
+                    "/tune' validate '" + file + "' >'" + out.string() + "' 2>'" + err.string() + "'";
   int status = std::system(cmd.c_str());
   Run r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -46,6 +49,9 @@ fs::path TempDir() {
   return dir;
 }
 
+// lora_train is built only with libtorch (TUNE_WITH_TORCH).
+bool LoraTrainBuilt() { return fs::exists(fs::path(TUNE_BIN_DIR) / "lora_train"); }
+
 TEST_CASE("spec: tune validate accepts every example experiment", "[spec][cli]") {
   fs::path tmp = TempDir();
   int count = 0;
@@ -54,6 +60,21 @@ TEST_CASE("spec: tune validate accepts every example experiment", "[spec][cli]")
     ++count;
     Run r = Validate(tmp, entry.path().string());
     INFO(entry.path().string() << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    std::string text = ReadAll(entry.path());
+#ifndef TUNE_HAVE_K8S
+    if (text.find("\"kubernetes\"") != std::string::npos) {  // built without k8s/
+      CHECK(r.exit_code == 2);
+      CHECK(r.err.find("backend.type: 'kubernetes' is not available in this build") != std::string::npos);
+      continue;
+    }
+#endif
+    bool local_lora = text.find("\"lora_train\"") != std::string::npos &&
+                      text.find("\"kubernetes\"") == std::string::npos;
+    if (local_lora && !LoraTrainBuilt()) {
+      CHECK(r.exit_code == 2);
+      CHECK(r.err.find("trial.command[0]: expected a program on PATH") != std::string::npos);
+      continue;
+    }
     CHECK(r.exit_code == 0);
     CHECK(r.err.empty());
   }
@@ -63,7 +84,14 @@ TEST_CASE("spec: tune validate accepts every example experiment", "[spec][cli]")
 
 TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][cli]") {
   fs::path tmp = TempDir();
-  Run r = Validate(tmp, (fs::path(TUNE_SOURCE_DIR) / "experiments" / "default.json").string());
+  fs::path default_json = fs::path(TUNE_SOURCE_DIR) / "experiments" / "default.json";
+  if (!LoraTrainBuilt()) {  // the same spec with a program that is there
+    std::string text = ReadAll(default_json);
+    text.replace(text.find("\"lora_train\""), 12, "\"true\"");
+    default_json = tmp / "default.json";
+    std::ofstream(default_json) << text;
+  }
+  Run r = Validate(tmp, default_json.string());
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("search      tpe (univariate, parzen_rules optuna5), seed 7") != std::string::npos);
@@ -75,7 +103,7 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
   std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
       "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
       "search": {"algorithm": "tpe", "multivariate": true, "parzen_rules": "optuna3"},
-      "trial": {"command": ["p"]}})";
+      "trial": {"command": ["true"]}})";
   r = Validate(tmp, file.string());
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("search      tpe (multivariate, parzen_rules optuna3)") != std::string::npos);
@@ -116,6 +144,30 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
     CHECK(r.err.find(file.string() + ": " + c.sentence + "\n") != std::string::npos);
     CHECK(r.err.find('\n') == r.err.size() - 1);
   }
+
+  // A trial program that is not there would fail every trial; a relative
+  // path is looked up from trial.working_dir (here the file's directory).
+  const char* no_program = R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
+      "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
+      "trial": {"command": ["%s", "${lr}"]}})";
+  for (const std::string program : {"no_such_program_xyz", "./bin/trial.sh"}) {
+    fs::path file = tmp / "no_program.json";
+    char text[512];
+    std::snprintf(text, sizeof text, no_program, program.c_str());
+    std::ofstream(file) << text;
+    Run r = Validate(tmp, file.string());
+    INFO(program << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(file.string() + ": trial.command[0]: expected a program on PATH or the path of an "
+                     "executable file (relative paths start at trial.working_dir), got \"" + program + "\"") !=
+          std::string::npos);
+  }
+  fs::create_directories(tmp / "bin");
+  std::ofstream(tmp / "bin" / "trial.sh") << "#!/bin/sh\necho m=1\n";
+  fs::permissions(tmp / "bin" / "trial.sh", fs::perms::owner_all);
+  Run found = Validate(tmp, (tmp / "no_program.json").string());
+  INFO("stderr: " << found.err);
+  CHECK(found.exit_code == 0);
 
   Run missing = Validate(tmp, (tmp / "nope.json").string());
   CHECK(missing.exit_code == 2);
