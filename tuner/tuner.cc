@@ -118,6 +118,9 @@ struct Tuner::Impl {
   std::map<TrialId, Clock::time_point> started_at;
   std::map<TrialId, int> failures;          // failed attempts in this run
   std::map<TrialId, Clock::time_point> finishing;  // reached max_t: exit deadline
+  // Metric names a running attempt printed before any objective value (a
+  // few), to say what it did print if it never reports the objective.
+  std::map<TrialId, std::set<std::string>> other_metrics;
   // Ended by the tuner (pruned, or stopped at max_t) while its processes
   // may still be exiting: they count against max_concurrent until the
   // backend says they are gone, or until the deadline (a backend that
@@ -349,7 +352,15 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
       t.value = ScopedValue(t, spec.objective);
     }
     if (parts.progress) parts.progress->OnTrialReport(t, r.step, obj);
-    if (!obj) continue;
+    if (!obj) {
+      if (t.intermediate.empty()) {
+        std::set<std::string>& names = other_metrics[id];
+        for (const auto& [name, v] : r.values) {
+          if (names.size() < 8) names.insert(name);
+        }
+      }
+      continue;
+    }
     if (finishing.count(id)) continue;  // past max_t: no more decisions
     Decision d = parts.scheduler->OnTrialResult(t, r.step, *obj);
     if (d.action == Action::kStop) {
@@ -375,6 +386,7 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
                              std::optional<int64_t> rung) {
   Trial& t = Get(id);
   running.erase(id);
+  other_metrics.erase(id);
   if (state == TrialState::kFailed) {
     int& f = failures[id];
     ++f;
@@ -446,9 +458,13 @@ Status Tuner::Impl::Harvest() {
     }
     if (rs.state == RunState::kSucceeded) {
       if (Get(id).intermediate.empty()) {
+        std::string printed;
+        for (const std::string& name : other_metrics[id]) printed += (printed.empty() ? "" : ", ") + name;
         TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kFailed,
                                       "exited 0 but never reported the objective metric '" +
-                                          spec.objective.metric + "'"));
+                                          spec.objective.metric + "'; " +
+                                          (printed.empty() ? "it printed no name=number line"
+                                                           : "it reported only " + printed)));
       } else {
         TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kCompleted, "completed"));
       }

@@ -161,11 +161,22 @@ TEST_CASE("failed attempts are retried, then the experiment fails at max_failed_
 
 TEST_CASE("a trial that never reports the objective is failed, not completed", "[tuner]") {
   Fixture f;
-  FakeBackend backend([](const LaunchSpec&) { return Script{Curve("accuracy", 1.0, 2), true, ""}; });
+  // The first trial prints another name (a case slip), the second nothing.
+  FakeBackend backend([](const LaunchSpec& spec) {
+    return Script{spec.trial_number == 0 ? Curve("Loss", 1.0, 2) : std::vector<MetricReport>{}, true, ""};
+  });
   auto summary = f.Run(MakeSpec(2, 1), backend, f.fifo);
   REQUIRE(summary.ok());
   CHECK(summary->failed == 2);
   CHECK(summary->completed == 0);
+  // The message says what the trial did print.
+  auto exp = f.storage->FindExperiment("unit");
+  auto records = f.storage->ListTrialRecords(exp->id);
+  REQUIRE(records.ok());
+  REQUIRE(records->size() == 2);
+  CHECK((*records)[0].message == "exited 0 but never reported the objective metric 'loss'; it reported only Loss, step");
+  CHECK((*records)[1].message ==
+        "exited 0 but never reported the objective metric 'loss'; it printed no name=number line");
 }
 
 TEST_CASE("a scheduler's stop kills the attempt and records it pruned at its rung", "[tuner]") {
