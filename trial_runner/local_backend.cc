@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -46,6 +47,39 @@ std::string UtcNow() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+// The last line the current attempt wrote to a rank's log (what a crashed
+// program said last: usually its error), at most 200 bytes and printable;
+// "" if it wrote nothing.
+std::string LastLogLine(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string tail;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    off_t from = std::max<off_t>(0, st.st_size - 4096);
+    tail.resize(static_cast<size_t>(st.st_size - from));
+    ssize_t n = ::pread(fd, tail.data(), tail.size(), from);
+    tail.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  ::close(fd);
+  size_t end = tail.size();
+  while (end > 0) {
+    size_t begin = tail.rfind('\n', end - 1);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    std::string line = tail.substr(begin, end - begin);
+    end = begin > 0 ? begin - 1 : 0;
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    if (line.rfind("----- tune: ", 0) == 0) return "";  // the attempt's start marker
+    if (line.empty()) continue;
+    if (line.size() > 200) line = line.substr(0, 197) + "...";
+    for (char& c : line) {
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    }
+    return line;
+  }
+  return "";
 }
 
 double UnixNow() {
@@ -501,6 +535,10 @@ void LocalBackend::ReapRank(Attempt& a, Rank& r) {
   bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   if (!ok && a.failure.empty()) {
     a.failure = "rank " + std::to_string(r.rank) + " " + DescribeWaitStatus(status);
+    std::string log_path = a.spec.trial_dir + "/rank_" + std::to_string(r.rank) + ".log";
+    if (std::string last = LastLogLine(log_path); !last.empty()) {
+      a.failure += ": \"" + last + "\" (last line of " + log_path + ")";
+    }
     BeginTermination(a, options_.failure_grace);
   }
   FinishIfDone(a);

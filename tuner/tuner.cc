@@ -580,7 +580,16 @@ Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
     }
     TUNE_RETURN_IF_ERROR(run.LaunchReady());
     if (run.running.empty() && run.retry_queue.empty() && static_cast<int>(run.trials.size()) >= run.max_trials) {
-      TUNE_RETURN_IF_ERROR(finish(RunOutcome::kCompleted, ExperimentState::kCompleted, "max_trials reached"));
+      // Every trial failed: nothing was learned, which is a failed
+      // experiment even without max_failed_trials (a script sees exit 1).
+      ProgressCounts c = run.Counts();
+      if (c.failed > 0 && c.completed == 0 && c.pruned == 0) {
+        TUNE_RETURN_IF_ERROR(finish(RunOutcome::kFailed, ExperimentState::kFailed,
+                                    "max_trials reached, but every trial failed (" + std::to_string(c.failed) +
+                                        ")"));
+      } else {
+        TUNE_RETURN_IF_ERROR(finish(RunOutcome::kCompleted, ExperimentState::kCompleted, "max_trials reached"));
+      }
       break;
     }
     if (run.running.empty() && run.draining.empty() && !run.retry_queue.empty() &&

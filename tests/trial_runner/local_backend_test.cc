@@ -329,7 +329,8 @@ TEST_CASE("a rank killed by a signal is named with the signal", "[local_backend]
                         {kSynthetic, "--steps", "5", "--fail-at", "3", "--exit-code", "7"}))
               .ok());
   o = WaitDone(b, 2);
-  CHECK(o.status.message == "rank 0 exited with code 7");
+  CHECK(o.status.message == "rank 0 exited with code 7: \"synthetic_trial: failing at step 3 as asked\" (last line of " +
+                               tmp.path() + "/u/rank_0.log)");
   CHECK(ReadFile(tmp.path() + "/u/rank_0.log").find("failing at step 3") != std::string::npos);
 }
 
@@ -567,7 +568,8 @@ TEST_CASE("argv[0] resolution, bad commands and appended retry logs", "[local_ba
   s.working_dir = work;
   REQUIRE(b.Launch(s).ok());
   Outcome o = WaitDone(b, 1);
-  CHECK(o.status.message == "rank 0 exited with code 4");
+  // The failure quotes the last line the attempt wrote to the rank's log.
+  CHECK(o.status.message == "rank 0 exited with code 4: \"loss=0.5\" (last line of " + dir + "/rank_0.log)");
   REQUIRE(o.reports.size() == 1);
   CHECK(o.reports[0].values.at("loss") == 0.5);
 
@@ -588,6 +590,12 @@ TEST_CASE("argv[0] resolution, bad commands and appended retry logs", "[local_ba
   CHECK(second != std::string::npos);
   CHECK(first < sep);
   CHECK(sep < second);
+
+  // An attempt that writes nothing quotes nothing (not an earlier attempt's line).
+  s.attempt = 2;
+  s.argv = {"/bin/sh", "-c", "exit 5"};
+  REQUIRE(b.Launch(s).ok());
+  CHECK(WaitDone(b, 1).status.message == "rank 0 exited with code 5");
 
   // Searched in PATH (the trial's PATH wins over the tuner's).
   LaunchSpec p = Spec(2, tmp.Sub("p"), {"run.sh", "1", "0"});

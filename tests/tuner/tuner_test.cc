@@ -169,8 +169,13 @@ TEST_CASE("a trial that never reports the objective is failed, not completed", "
   REQUIRE(summary.ok());
   CHECK(summary->failed == 2);
   CHECK(summary->completed == 0);
+  // Nothing was learned: the experiment failed (exit 1), not completed.
+  CHECK(summary->outcome == RunOutcome::kFailed);
+  CHECK(summary->message == "max_trials reached, but every trial failed (2)");
   // The message says what the trial did print.
   auto exp = f.storage->FindExperiment("unit");
+  REQUIRE(exp.ok());
+  CHECK(exp->state == ExperimentState::kFailed);
   auto records = f.storage->ListTrialRecords(exp->id);
   REQUIRE(records.ok());
   REQUIRE(records->size() == 2);
