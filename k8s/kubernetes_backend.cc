@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/render.h"
+#include "trial_runner/last_line.h"
 #include "trial_runner/metric_parser.h"
 
 namespace tune {
@@ -104,7 +105,8 @@ bool ContainerStarted(const json& pod) {
   return false;
 }
 
-// "rank 1 (pod x) exited with code 3 (Error)" for each failed pod.
+// "rank 1 (pod x) exited with code 3 (Error): \"its last log line\"" for
+// each failed pod.
 std::string PodFailures(const std::vector<const json*>& pods) {
   std::string out;
   for (const json* p : pods) {
@@ -116,6 +118,7 @@ std::string PodFailures(const std::vector<const json*>& pods) {
       if (t.is_object()) {
         what += " exited with code " + std::to_string(t.value("exitCode", -1));
         if (!Str(t, "reason").empty()) what += " (" + Str(t, "reason") + ")";
+        if (std::string last = LastLine(Str(t, "message")); !last.empty()) what += ": \"" + last + "\"";
       }
     } else if (!Str(Path(*p, {"status"}), "reason").empty()) {
       what += " failed: " + Str(Path(*p, {"status"}), "reason");

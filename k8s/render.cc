@@ -152,7 +152,10 @@ Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const La
                     {"command", spec.argv},
                     {"env", env},
                     {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", kMasterPort}}})},
-                    {"resources", resources}};
+                    {"resources", resources},
+                    // A failed container's last log lines reach its status
+                    // (the trial's failure message quotes the last one).
+                    {"terminationMessagePolicy", "FallbackToLogsOnError"}};
   if (!opts.image_pull_policy.empty()) container["imagePullPolicy"] = opts.image_pull_policy;
   if (!spec.working_dir.empty()) container["workingDir"] = spec.working_dir;
   if (!mounts.empty()) container["volumeMounts"] = mounts;

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -18,6 +17,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "trial_runner/last_line.h"
 #include "trial_runner/metric_parser.h"
 #include "trial_runner/port_allocator.h"
 #include "trial_runner/process_group.h"
@@ -50,8 +50,7 @@ std::string UtcNow() {
 }
 
 // The last line the current attempt wrote to a rank's log (what a crashed
-// program said last: usually its error), at most 200 bytes and printable;
-// "" if it wrote nothing.
+// program said last: usually its error); "" if it wrote nothing.
 std::string LastLogLine(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
@@ -64,22 +63,13 @@ std::string LastLogLine(const std::string& path) {
     tail.resize(n > 0 ? static_cast<size_t>(n) : 0);
   }
   ::close(fd);
-  size_t end = tail.size();
-  while (end > 0) {
-    size_t begin = tail.rfind('\n', end - 1);
-    begin = begin == std::string::npos ? 0 : begin + 1;
-    std::string line = tail.substr(begin, end - begin);
-    end = begin > 0 ? begin - 1 : 0;
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-    if (line.rfind("----- tune: ", 0) == 0) return "";  // the attempt's start marker
-    if (line.empty()) continue;
-    if (line.size() > 200) line = line.substr(0, 197) + "...";
-    for (char& c : line) {
-      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-    }
-    return line;
+  // Only what follows this attempt's start marker, if it is in the tail.
+  size_t marker = tail.rfind("----- tune: trial ");
+  if (marker != std::string::npos && (marker == 0 || tail[marker - 1] == '\n')) {
+    size_t eol = tail.find('\n', marker);
+    tail.erase(0, eol == std::string::npos ? tail.size() : eol + 1);
   }
-  return "";
+  return LastLine(tail);
 }
 
 double UnixNow() {

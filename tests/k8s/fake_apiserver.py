@@ -712,6 +712,14 @@ class Cluster:
                     "reason": "Completed" if code == 0 else "Error",
                     "startedAt": cs["state"].get("running", {}).get("startedAt", now_rfc3339()),
                     "finishedAt": now_rfc3339()}}
+                container = pod["spec"]["containers"][0]
+                if code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+                    # The kubelet's rule: the log's tail, at most 80 lines
+                    # and 2048 bytes, when the container failed.
+                    with open(proc.log_path, "rb") as f:
+                        tail = b"\n".join(f.read().split(b"\n")[-81:])[-2048:]
+                    if tail:
+                        cs["state"]["terminated"]["message"] = tail.decode("utf-8", "replace")
                 for cond in st["conditions"]:
                     if cond["type"] in ("Ready", "ContainersReady"):
                         cond.update(status="False", reason="PodCompleted")

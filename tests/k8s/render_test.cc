@@ -116,6 +116,7 @@ TEST_CASE("a trial renders as a headless Service and an Indexed Job", "[k8s][ren
   const json& c = pod["containers"][0];
   CHECK(c["image"] == "registry.example/tune:1");
   CHECK(c["imagePullPolicy"] == "IfNotPresent");
+  CHECK(c["terminationMessagePolicy"] == "FallbackToLogsOnError");  // the failure's last log line
   CHECK(c["command"] == json({"lora_train", "--lr", "0.001"}));
   CHECK(c["workingDir"] == "/data");
   CHECK(c["volumeMounts"][0]["mountPath"] == "/data");
