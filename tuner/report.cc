@@ -287,6 +287,12 @@ Status PrintTrials(Storage& storage, const std::string& experiment,
     std::vector<std::string> header = {"#", "state", obj.metric, "step", "rung", "attempts",
                                        "duration"};
     header.insert(header.end(), names.begin(), names.end());
+    // Why a trial failed is what one looks for first: shown, on one line
+    // and cut to 100 bytes, when the listing has failed trials (csv and
+    // json have every message whole).
+    bool any_failed = std::any_of(records.begin(), records.end(),
+                                  [](const TrialRecord& r) { return r.trial.state == TrialState::kFailed; });
+    if (any_failed) header.push_back("error");
     rows.push_back(header);
     for (const TrialRecord& r : records) {
       auto d = Duration(r, now);
@@ -300,6 +306,14 @@ Status PrintTrials(Storage& storage, const std::string& experiment,
       for (const std::string& n : names) {
         auto it = r.trial.params.find(n);
         row.push_back(it == r.trial.params.end() ? "-" : Short(it->second));
+      }
+      if (any_failed) {
+        std::string error = r.trial.state == TrialState::kFailed && !r.message.empty() ? r.message : "-";
+        for (char& c : error) {
+          if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+        }
+        if (error.size() > 100) error = error.substr(0, 97) + "...";
+        row.push_back(error);
       }
       rows.push_back(std::move(row));
     }

@@ -291,7 +291,7 @@ TEST_CASE("trials as a table: aligned columns, metric and parameter headers", "[
   auto header = Words(lines[0]);
   CHECK(header == std::vector<std::string>{"#", "state", "eval_loss", "step", "rung", "attempts",
                                            "duration", "learning_rate", "lora_r", "optimizer",
-                                           "use_rslora"});
+                                           "use_rslora", "error"});
   // Every column starts at the same offset on every line.
   size_t state_col = lines[0].find("state");
   size_t lr_col = lines[0].find("learning_rate");
@@ -305,6 +305,17 @@ TEST_CASE("trials as a table: aligned columns, metric and parameter headers", "[
   CHECK(Words(lines[3])[1] == "pruned");
   CHECK(Words(lines[3])[4] == "20");
   CHECK(Words(lines[1])[3] == "100");
+  // The failed trial's message, on one line, in the last column; "-" for
+  // the others (a pruned trial's reason is not an error).
+  size_t error_col = lines[0].find("error");
+  CHECK(Words(lines[4])[1] == "failed");
+  CHECK(lines[4].substr(error_col) == "exit status 1, \"killed\" by signal 9");
+  CHECK(lines[3].substr(error_col) == "-");
+
+  // Without failed trials there is no error column.
+  std::string pruned =
+      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", TrialState::kPruned, "table", o); });
+  CHECK(Lines(pruned)[0].find("error") == std::string::npos);
 
   std::ostringstream none;
   REQUIRE(PrintTrials(*f.db, "demo", TrialState::kStopped, "table", none).ok());
