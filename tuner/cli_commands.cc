@@ -221,6 +221,10 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
     out << "tune: best trial " << *s.best_number << ": " << spec.objective.metric << " " << Fmt(*s.best_value)
         << "  (tune best --db " << db_path << " --experiment " << spec.name << ")\n";
   }
+  if (s.failed > 0) {
+    out << "tune: " << s.failed << " trial" << (s.failed == 1 ? "" : "s") << " failed  (why: tune trials --db "
+        << db_path << " --experiment " << spec.name << " --state failed)\n";
+  }
   switch (s.outcome) {
     case RunOutcome::kCompleted: return kExitOk;
     case RunOutcome::kFailed: return kExitFailed;

@@ -134,6 +134,14 @@ TEST_CASE("tune run rejects bad input with exit 2 and no database", "[e2e]") {
   CHECK(run.out.find("parameters.lr.low") != std::string::npos);
   CHECK(!fs::exists(db));
 
+  // A trial program that is not there: refused before the database exists.
+  json no_program = SyntheticSpec("e2e-bad", 2, 1, 5, 0);
+  no_program["trial"]["command"][0] = "no_such_program_xyz";
+  Output absent = Sh(Tune("run " + Quote(Write(dir.path, no_program)) + " --db " + Quote(db)));
+  CHECK(absent.code == 2);
+  CHECK(absent.out.find("trial.command[0]: expected a program on PATH") != std::string::npos);
+  CHECK(!fs::exists(db));
+
   Output missing = Sh(Tune("run " + Quote((dir.path / "nope.json").string())));
   CHECK(missing.code == 2);
   CHECK(missing.out.find("nope.json") != std::string::npos);
@@ -143,6 +151,28 @@ TEST_CASE("tune run rejects bad input with exit 2 and no database", "[e2e]") {
   Output no_db = Sh(Tune("best --db " + Quote((dir.path / "none.db").string())));
   CHECK(no_db.code != 0);
   CHECK(!fs::exists(dir.path / "none.db"));
+}
+
+TEST_CASE("a run whose every trial fails exits 1 and says why each failed", "[e2e]") {
+  TempDir dir;
+  json spec = SyntheticSpec("e2e-allfail", 2, 1, 5, 0);
+  for (const char* arg : {"--fail-at", "1", "--exit-code", "3"}) spec["trial"]["command"].push_back(arg);
+  std::string db = (dir.path / "fail.db").string();
+  Output run = Sh(Tune("run " + Quote(Write(dir.path, spec)) + " --db " + Quote(db) + " --quiet"));
+  INFO(run.out);
+  CHECK(run.code == 1);
+  CHECK(run.out.find("experiment 'e2e-allfail' failed: max_trials reached, but every trial failed (2)") !=
+        std::string::npos);
+  CHECK(run.out.find("2 trials failed  (why: tune trials --db " + db + " --experiment e2e-allfail --state failed)") !=
+        std::string::npos);
+  // The stored message quotes the trial's last words; the table shows them.
+  Output trials = Sh(Tune("trials --db " + Quote(db) + " --state failed"));
+  CHECK(trials.code == 0);
+  CHECK(trials.out.find("error") != std::string::npos);
+  CHECK(trials.out.find("rank 0 exited with code 3: \"synthetic_trial: failing at step 1 as asked\"") !=
+        std::string::npos);
+  Output status = Sh(Tune("status --db " + Quote(db)));
+  CHECK(status.out.find("e2e-allfail  failed") != std::string::npos);
 }
 
 TEST_CASE("a SIGKILLed tuner leaves no trial process, and --resume finishes the experiment", "[e2e]") {
