@@ -1,4 +1,4 @@
-// The last thing a failed trial said, for its failure message.
+// What a failed trial said last, for its one-line failure message.
 #pragma once
 
 #include <string>
@@ -7,9 +7,8 @@
 namespace tune {
 
 // The last non-empty line of `text` (a log's tail, a Kubernetes termination
-// message), trailing whitespace removed, cut to at most 200 bytes (ending
-// in "...") and with control characters replaced by spaces, so it fits in
-// one line of a message. "" if `text` has no such line.
+// message), trailing whitespace removed, as OneLine(line, 200)
+// (tuner/core/one_line.h). "" if `text` has no such line.
 std::string LastLine(std::string_view text);
 
 }  // namespace tune

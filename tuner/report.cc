@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tuner/core/one_line.h"
+
 namespace tune {
 namespace {
 
@@ -308,12 +310,8 @@ Status PrintTrials(Storage& storage, const std::string& experiment,
         row.push_back(it == r.trial.params.end() ? "-" : Short(it->second));
       }
       if (any_failed) {
-        std::string error = r.trial.state == TrialState::kFailed && !r.message.empty() ? r.message : "-";
-        for (char& c : error) {
-          if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-        }
-        if (error.size() > 100) error = error.substr(0, 97) + "...";
-        row.push_back(error);
+        bool failed = r.trial.state == TrialState::kFailed && !r.message.empty();
+        row.push_back(failed ? OneLine(r.message, 100) : "-");
       }
       rows.push_back(std::move(row));
     }
