@@ -210,18 +210,8 @@ def probe(history_path, seeds, modes, dump):
 
 def stable_argsort():
     """Makes the Parzen estimator's argsort stable (ties by observation index)."""
-    from optuna.samplers._tpe import parzen_estimator as pe
-
-    class NumpyWithStableArgsort:
-        def __getattr__(self, name):
-            return getattr(np, name)
-
-        @staticmethod
-        def argsort(a, *args, **kwargs):
-            kwargs.setdefault("kind", "stable")
-            return np.argsort(a, *args, **kwargs)
-
-    pe.np = NumpyWithStableArgsort()
+    import optuna_stable_argsort
+    optuna_stable_argsort.make_stable()
 
 
 def kernels_normalized():

@@ -27,6 +27,7 @@ Run:
 (VENV: a scratch virtual environment with `pip install optuna`.)
 """
 import json
+import os
 import sys
 
 import numpy as np
@@ -47,16 +48,10 @@ if OPTUNA_MAJOR < 4:
 
     _pe_module.truncnorm.logpdf = _logpdf_with_scale
 else:
-    class _NumpyWithStableArgsort:
-        def __getattr__(self, name):
-            return getattr(np, name)
-
-        @staticmethod
-        def argsort(a, *args, **kwargs):
-            kwargs.setdefault("kind", "stable")
-            return np.argsort(a, *args, **kwargs)
-
-    _pe_module.np = _NumpyWithStableArgsort()
+    # bench/optuna_stable_argsort.py, shared with bench/tpe_optuna.py.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
+    import optuna_stable_argsort
+    optuna_stable_argsort.make_stable()
 
 
 def dist_json(d):
