@@ -148,17 +148,22 @@ std::FILE* g_dump = nullptr;
 std::string g_history_out;
 int g_history_at = 0;
 
+// Parameters as JSON: choice strings, ints and floats as they are.
+nlohmann::json ParamsJson(const ParamMap& p) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [name, v] : p) {
+    if (auto* str = std::get_if<std::string>(&v)) params[name] = *str;
+    else if (auto* i = std::get_if<int64_t>(&v)) params[name] = *i;
+    else params[name] = Num(v);
+  }
+  return params;
+}
+
 void WriteHistory(const History& history) {
   std::FILE* f = std::fopen(g_history_out.c_str(), "w");
   if (!f) return;
   for (const Trial& t : history) {
-    nlohmann::json params;
-    for (const auto& [name, v] : t.params) {
-      if (auto* str = std::get_if<std::string>(&v)) params[name] = *str;
-      else if (auto* i = std::get_if<int64_t>(&v)) params[name] = *i;
-      else params[name] = Num(v);
-    }
-    std::fprintf(f, "%s\n", nlohmann::json({{"params", params}, {"value", *t.value}}).dump().c_str());
+    std::fprintf(f, "%s\n", nlohmann::json({{"params", ParamsJson(t.params)}, {"value", *t.value}}).dump().c_str());
   }
   std::fclose(f);
 }
@@ -298,13 +303,7 @@ int Probe(const std::string& history_path, int seeds, const std::string& only) {
       auto sampler = MakeSampler(kind, seed);
       sampler->Reseed(TrialSeed(seed, static_cast<int>(history.size())));
       ParamMap p = SampleTrial(*sampler, problem.space, history);
-      Json params;
-      for (const auto& [name, v] : p) {
-        if (auto* str = std::get_if<std::string>(&v)) params[name] = *str;
-        else if (auto* i = std::get_if<int64_t>(&v)) params[name] = *i;
-        else params[name] = Num(v);
-      }
-      Json out = {{"mode", kind == "tpe" ? "univariate" : "multivariate"}, {"seed", seed}, {"params", params}};
+      Json out = {{"mode", kind == "tpe" ? "univariate" : "multivariate"}, {"seed", seed}, {"params", ParamsJson(p)}};
       std::fprintf(g_dump ? g_dump : stdout, "%s\n", out.dump().c_str());
     }
   }
