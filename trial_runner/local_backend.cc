@@ -212,11 +212,8 @@ Status LocalBackend::Launch(const LaunchSpec& spec) {
     if (eq != std::string_view::npos) base_env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : spec.env) base_env[k] = v;
-  auto path_it = base_env.find("PATH");
-  std::string path_env =
-      path_it != base_env.end() ? path_it->second : "/usr/local/bin:/usr/bin:/bin";
   TUNE_ASSIGN_OR_RETURN(std::string exe,
-                        ResolveExecutable(spec.argv[0], spec.working_dir, path_env));
+                        ResolveExecutable(spec.argv[0], spec.working_dir, TrialPath(spec.env)));
 
   auto attempt = std::make_unique<Attempt>();
   attempt->spec = spec;

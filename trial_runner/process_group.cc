@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace tune {
@@ -213,6 +214,12 @@ Result<std::string> ResolveExecutable(const std::string& argv0, const std::strin
     begin = end + 1;
   }
   return Status::NotFound("trial command '" + argv0 + "' not found in PATH (" + path_env + ")");
+}
+
+std::string TrialPath(const std::map<std::string, std::string>& trial_env) {
+  if (auto it = trial_env.find("PATH"); it != trial_env.end()) return it->second;
+  const char* own = std::getenv("PATH");
+  return own ? own : "/usr/local/bin:/usr/bin:/bin";
 }
 
 std::string DescribeWaitStatus(int status) {

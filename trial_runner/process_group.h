@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ Result<pid_t> SpawnInProcessGroup(const WorkerCommand& cmd);
 // kNotFound if there is no executable regular file there.
 Result<std::string> ResolveExecutable(const std::string& argv0, const std::string& working_dir,
                                       const std::string& path_env);
+
+// The PATH a trial's workers search: `trial_env`'s PATH if it sets one,
+// else this process's, else "/usr/local/bin:/usr/bin:/bin".
+std::string TrialPath(const std::map<std::string, std::string>& trial_env);
 
 // "exited with code 3", "was killed by signal 9 (SIGKILL)".
 std::string DescribeWaitStatus(int wait_status);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 
 #include "schedulers/asha_scheduler.h"
@@ -104,11 +103,7 @@ Result<std::unique_ptr<TrialBackend>> MakeBackend(const ExperimentSpec& spec, co
     // A program that is not there would fail every trial: say so now. A
     // command or PATH built from ${...} placeholders is only known per trial.
     const std::string& program = spec.trial.command.empty() ? std::string() : spec.trial.command[0];
-    auto env_path = spec.trial.env.find("PATH");
-    const char* own_path = std::getenv("PATH");
-    std::string path_env = env_path != spec.trial.env.end() ? env_path->second
-                           : own_path                       ? own_path
-                                                            : "/usr/local/bin:/usr/bin:/bin";
+    std::string path_env = TrialPath(spec.trial.env);
     if (!program.empty() && program.find("${") == std::string::npos &&
         path_env.find("${") == std::string::npos) {
       auto exe = ResolveExecutable(program, spec.trial.working_dir, path_env);
