@@ -1,7 +1,8 @@
 // asha_bench: what early stopping saves, in process, on synthetic learning
 // curves (no processes, no database).
 //
-//   asha_bench [--seeds N] [--trials N] [--grace-period N] [--brackets N] [--tpe-only]
+//   asha_bench [--seeds N] [--trials N] [--grace-period N] [--brackets N]
+//              [--tpe-only [--tpe-pruner asha|median] | --rung-ranks]
 //
 // A trial with parameters x, y in [0, 1] reports, at steps t = 1..81,
 //   loss(t) = final + a * exp(-t / tau) + noise,   noise ~ N(0, 0.02^2)
@@ -21,9 +22,15 @@
 //      grace 1, max_t 81) and the median rule (grace 1, min_samples 3).
 //   2. Equal budget: ASHA spends the steps FIFO spends on 20 full trials
 //      (1620); per seed, which one finds the better best final loss.
-//   3. TPE: FIFO with TPE (60 trials) vs ASHA with TPE: the steps ASHA needs
-//      until a completed trial is at least as good as FIFO's best.
+//   3. TPE: FIFO with TPE (60 trials) vs ASHA with TPE (or, with
+//      --tpe-pruner median, the median rule): the steps it needs until a
+//      completed trial is at least as good as FIFO's best.
 //   4. Cost of one scheduler decision.
+//   5. (--rung-ranks) What a rung can see: over 10,000 random
+//      configurations, how well the loss at step t (the milestones of
+//      grace periods 1 and 2, and a few more) ranks them
+//      by their true final loss, and how many of the best 10% a rung that
+//      keeps its best third (reduction_factor 3) would keep.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -341,11 +348,13 @@ void EqualBudgetTable(Family f, int seeds) {
               asha_wins, seeds, ties);
 }
 
-void TpeTable(Family f, int seeds, int trials) {
-  std::printf("\n### %s curves: TPE, FIFO (%d trials) vs ASHA\n\n", FamilyName(f), trials);
-  std::printf("| seed | FIFO+TPE steps | FIFO+TPE pick: observed (true) | ASHA+TPE steps until its "
-              "pick is as good | fraction | ASHA+TPE pick at 40%% of FIFO's steps (true) |\n"
-              "|---|---|---|---|---|---|\n");
+// `pruner` is kAsha or kMedian (--tpe-pruner).
+void TpeTable(Family f, int seeds, int trials, Kind pruner) {
+  const char* name = pruner == Kind::kMedian ? "median" : "ASHA";
+  std::printf("\n### %s curves: TPE, FIFO (%d trials) vs %s\n\n", FamilyName(f), trials, name);
+  std::printf("| seed | FIFO+TPE steps | FIFO+TPE pick: observed (true) | %s+TPE steps until its "
+              "pick is as good | fraction | %s+TPE pick at 40%% of FIFO's steps (true) |\n"
+              "|---|---|---|---|---|---|\n", name, name);
   std::vector<double> fractions;
   int within = 0, good_at_40 = 0;
   for (int s = 0; s < seeds; ++s) {
@@ -357,7 +366,7 @@ void TpeTable(Family f, int seeds, int trials) {
     c.max_trials = trials;
     const RunResult fifo = Run(c);
     const Completion fp = *fifo.PickAt(fifo.steps);
-    c.kind = Kind::kAsha;
+    c.kind = pruner;
     c.max_trials = 100000;
     c.step_budget = 2 * fifo.steps;  // look no further than twice FIFO's spend
     const RunResult asha = Run(c);
@@ -373,9 +382,9 @@ void TpeTable(Family f, int seeds, int trials) {
                 Fmt(fraction).c_str(), Fmt(at40 ? at40->observed : kInf).c_str(),
                 Fmt(at40 ? at40->truth : kInf).c_str());
   }
-  std::printf("\nMedian fraction %s; ASHA+TPE's pick is at least as good as FIFO+TPE's within "
+  std::printf("\nMedian fraction %s; %s+TPE's pick is at least as good as FIFO+TPE's within "
               "40%% of FIFO's steps on %d of %d seeds (and still at exactly 40%% on %d).\n",
-              Fmt(Median(fractions)).c_str(), within, seeds, good_at_40);
+              Fmt(Median(fractions)).c_str(), name, within, seeds, good_at_40);
 }
 
 void DecisionCost() {
@@ -392,34 +401,96 @@ void DecisionCost() {
               static_cast<long long>(median.steps));
 }
 
+// Spearman's rank correlation of a and b (no ties: the values are continuous).
+double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<size_t> order(v.size());
+    for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t i, size_t j) { return v[i] < v[j]; });
+    std::vector<double> r(v.size());
+    for (size_t k = 0; k < order.size(); ++k) r[order[k]] = static_cast<double>(k);
+    return r;
+  };
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = static_cast<double>(a.size()), mean = (n - 1) / 2;
+  double cov = 0, var = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    cov += (ra[i] - mean) * (rb[i] - mean);
+    var += (ra[i] - mean) * (ra[i] - mean);
+  }
+  return cov / var;
+}
+
+void RungRankTable(Family f) {
+  constexpr int kConfigs = 10000;
+  constexpr uint64_t kSeed = 424242;
+  std::vector<double> truth(kConfigs);
+  for (int i = 0; i < kConfigs; ++i) truth[i] = FinalLoss(Uniform(kSeed, i, 1), Uniform(kSeed, i, 2));
+  std::vector<double> sorted = truth;
+  std::sort(sorted.begin(), sorted.end());
+  const double best_decile = sorted[kConfigs / 10 - 1];
+  std::printf("\n### What each milestone sees: %s curves (%d random configurations)\n\n"
+              "| milestone t | Spearman(loss at t, true final) | best 10%% kept by a top-third cut at t |\n"
+              "|---|---|---|\n",
+              f == Family::kCrossing ? "crossing" : "parallel", kConfigs);
+  for (int64_t t : {1, 2, 3, 6, 9, 18, 27, 54, 72, 81}) {
+    std::vector<double> at(kConfigs);
+    for (int i = 0; i < kConfigs; ++i)
+      at[i] = Loss(f, kSeed, i, Uniform(kSeed, i, 1), Uniform(kSeed, i, 2), t);
+    std::vector<double> cut = at;
+    std::nth_element(cut.begin(), cut.begin() + kConfigs / 3, cut.end());
+    const double keep_below = cut[kConfigs / 3];
+    int best = 0, kept = 0;
+    for (int i = 0; i < kConfigs; ++i) {
+      if (truth[i] > best_decile) continue;
+      ++best;
+      if (at[i] < keep_below) ++kept;
+    }
+    std::printf("| %lld | %+.3f | %.3f |\n", static_cast<long long>(t), Spearman(at, truth),
+                static_cast<double>(kept) / best);
+  }
+}
+
 }  // namespace
 }  // namespace tune
 
 int main(int argc, char** argv) {
   int seeds = 10, trials = 60;
-  bool tpe_only = false;
+  bool tpe_only = false, rung_ranks = false;
+  tune::Kind tpe_pruner = tune::Kind::kAsha;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--tpe-only")) tpe_only = true;
+    else if (!std::strcmp(argv[i], "--rung-ranks")) rung_ranks = true;
+    else if (has_value && !std::strcmp(argv[i], "--tpe-pruner") && !std::strcmp(argv[i + 1], "median")) {
+      tpe_pruner = tune::Kind::kMedian;
+      ++i;
+    } else if (has_value && !std::strcmp(argv[i], "--tpe-pruner") && !std::strcmp(argv[i + 1], "asha")) {
+      ++i;
+    }
     else if (has_value && !std::strcmp(argv[i], "--seeds")) seeds = std::atoi(argv[++i]);
     else if (has_value && !std::strcmp(argv[i], "--trials")) trials = std::atoi(argv[++i]);
     else if (has_value && !std::strcmp(argv[i], "--grace-period")) tune::g_asha_grace_period = std::atoll(argv[++i]);
     else if (has_value && !std::strcmp(argv[i], "--brackets")) tune::g_asha_brackets = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: asha_bench [--seeds N] [--trials N] [--grace-period N] [--brackets N] [--tpe-only]\n");
+      std::fprintf(stderr, "usage: asha_bench [--seeds N] [--trials N] [--grace-period N] [--brackets N] [--tpe-only [--tpe-pruner asha|median] | --rung-ranks]\n");
       return 2;
     }
   }
   std::printf("ASHA grace_period %lld, brackets %d, reduction_factor 3, max_t 81\n",
               static_cast<long long>(tune::g_asha_grace_period), tune::g_asha_brackets);
   using tune::Family;
+  if (rung_ranks) {
+    for (Family f : {Family::kCrossing, Family::kParallel}) tune::RungRankTable(f);
+    return 0;
+  }
   if (tpe_only) {
-    for (Family f : {Family::kCrossing, Family::kParallel}) tune::TpeTable(f, seeds, trials);
+    for (Family f : {Family::kCrossing, Family::kParallel}) tune::TpeTable(f, seeds, trials, tpe_pruner);
     return 0;
   }
   for (Family f : {Family::kCrossing, Family::kParallel}) tune::FixedTrialTable(f, seeds, trials);
   for (Family f : {Family::kCrossing, Family::kParallel}) tune::EqualBudgetTable(f, seeds);
-  for (Family f : {Family::kCrossing, Family::kParallel}) tune::TpeTable(f, seeds, trials);
+  for (Family f : {Family::kCrossing, Family::kParallel}) tune::TpeTable(f, seeds, trials, tune::Kind::kAsha);
   tune::DecisionCost();
   return 0;
 }
