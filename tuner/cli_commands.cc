@@ -285,9 +285,11 @@ int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
 int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
   auto storage = OpenExisting(args.db_path);
   if (!storage.ok()) return Fail(err, storage.status());
-  std::optional<TrialState> state;
-  if (!args.state.empty()) state = ParseTrialState(args.state);
-  Status st = PrintTrials(**storage, args.experiment, state, args.format, out);
+  TrialListing listing;
+  if (!args.state.empty()) listing.state = ParseTrialState(args.state);
+  listing.best_first = args.sort == "value";
+  listing.limit = args.limit;
+  Status st = PrintTrials(**storage, args.experiment, listing, args.format, out);
   return st.ok() ? kExitOk : Fail(err, st);
 }
 

@@ -26,6 +26,8 @@ struct QueryArgs {
   std::string experiment;  // empty: the latest experiment
   std::string format = "table";
   std::string state;       // trials: filter, empty = all
+  std::string sort = "number";  // trials: "number" or "value" (best first)
+  int limit = 0;           // trials: at most this many rows; 0 = all
 };
 
 int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err);

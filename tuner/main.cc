@@ -82,6 +82,12 @@ int main(int argc, char** argv) {
   trials_cmd->add_option("--format", query.format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->default_val("table");
+  trials_cmd->add_option("--sort", query.sort,
+                         "number, or value: best first (completed trials, as tune best ranks them, then the rest)")
+      ->check(CLI::IsMember({"number", "value"}))
+      ->default_val("number");
+  trials_cmd->add_option("--limit", query.limit, "At most this many trials, after sorting (0: all)")
+      ->default_val(0);
   auto* status_cmd = app.add_subcommand("status", "Experiments, trial counts per state, best so far");
   add_query(status_cmd, false);
 

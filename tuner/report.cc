@@ -222,12 +222,32 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
   return Status::Ok();
 }
 
-Status PrintTrials(Storage& storage, const std::string& experiment,
-                   std::optional<TrialState> state, const std::string& format, std::ostream& out) {
+// Orders `records` best first (see TrialListing::best_first).
+void SortBestFirst(std::vector<TrialRecord>& records, Mode mode) {
+  auto rank = [](const TrialRecord& r) {
+    if (!r.trial.value) return 2;
+    return r.trial.state == TrialState::kCompleted ? 0 : 1;
+  };
+  std::stable_sort(records.begin(), records.end(), [&](const TrialRecord& a, const TrialRecord& b) {
+    const int ra = rank(a), rb = rank(b);
+    if (ra != rb) return ra < rb;
+    if (ra < 2 && *a.trial.value != *b.trial.value)
+      return mode == Mode::kMin ? *a.trial.value < *b.trial.value : *a.trial.value > *b.trial.value;
+    return a.trial.number < b.trial.number;
+  });
+}
+
+Status PrintTrials(Storage& storage, const std::string& experiment, const TrialListing& listing,
+                   const std::string& format, std::ostream& out) {
   if (format != "table" && format != "csv" && format != "json") {
     return Status::InvalidArgument("unknown format '" + format +
                                    "' for trials: use table, csv or json");
   }
+  if (listing.limit < 0) {
+    return Status::InvalidArgument("--limit: expected a number of trials of at least 0 (0: all), got " +
+                                   std::to_string(listing.limit));
+  }
+  const std::optional<TrialState>& state = listing.state;
   TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
   Objective obj = ObjectiveOf(e, std::nullopt);
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> all, storage.ListTrialRecords(e.id));
@@ -235,6 +255,8 @@ Status PrintTrials(Storage& storage, const std::string& experiment,
   for (TrialRecord& r : all) {
     if (!state || r.trial.state == *state) records.push_back(std::move(r));
   }
+  if (listing.best_first) SortBestFirst(records, obj.mode);
+  if (listing.limit > 0 && records.size() > static_cast<size_t>(listing.limit)) records.resize(listing.limit);
   const std::vector<std::string> names = ParamNames(records);
   const double now = Now();
   std::ostringstream text;

@@ -34,12 +34,23 @@ namespace tune {
 Status PrintBest(Storage& storage, const std::string& experiment, const std::string& format,
                  std::ostream& out, std::optional<Mode> mode = std::nullopt);
 
-// One row per trial, ordered by number, optionally only trials in `state`:
-// number, state, value, last step, pruned rung, attempts, duration and every
-// parameter. `format` "table" (aligned), "csv" (RFC 4180, a header row,
-// parameters as params_<name> columns) or "json" (an array of objects).
-Status PrintTrials(Storage& storage, const std::string& experiment,
-                   std::optional<TrialState> state, const std::string& format, std::ostream& out);
+// Which trials `tune trials` lists, in what order, and how many.
+struct TrialListing {
+  std::optional<TrialState> state;  // only trials in this state; unset: all
+  // false: by number. true: best first, as `tune best` ranks: completed
+  // trials by value in the objective's direction, then the other trials
+  // that have a value (pruned ones: their value when stopped) the same way,
+  // then those without one; ties by number.
+  bool best_first = false;
+  int limit = 0;  // at most this many rows, after ordering; 0: all
+};
+
+// One row per trial: number, state, value, last step, pruned rung,
+// attempts, duration and every parameter. `format` "table" (aligned), "csv"
+// (RFC 4180, a header row, parameters as params_<name> columns) or "json"
+// (an array of objects). InvalidArgument for a negative limit.
+Status PrintTrials(Storage& storage, const std::string& experiment, const TrialListing& listing,
+                   const std::string& format, std::ostream& out);
 
 // A table of every experiment in creation order: name, state, trial counts
 // per state, best value so far (completed trials) and elapsed time.

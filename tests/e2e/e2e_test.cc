@@ -106,6 +106,12 @@ TEST_CASE("tune run runs concurrent real trials; tune best reproduces the best o
   for (const auto& r : rows) {
     if (r["value"].is_number()) CHECK(best_value <= r["value"].get<double>());
   }
+  // The first of the trials sorted by value is the best trial.
+  Output top = Sh(Tune("trials --db " + Quote(db) + " --experiment e2e-basic --sort value --limit 1 --format json"));
+  REQUIRE(top.code == 0);
+  json top_rows = json::parse(top.out);
+  REQUIRE(top_rows.size() == 1);
+  CHECK(top_rows[0]["number"] == b["number"]);
   // The params, substituted into the command, reproduce the best trial.
   const json& p = b["params"];
   CHECK(p["lora_r"].is_number_integer());

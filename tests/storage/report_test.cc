@@ -222,14 +222,14 @@ TEST_CASE("the empty experiment name means the most recently created one", "[rep
   json j = json::parse(Run([&](std::ostream& o) { return PrintBest(*f.db, "", "json", o); }));
   CHECK(j["experiment"] == "newer");
   json arr = json::parse(
-      Run([&](std::ostream& o) { return PrintTrials(*f.db, "", std::nullopt, "json", o); }));
+      Run([&](std::ostream& o) { return PrintTrials(*f.db, "", {}, "json", o); }));
   CHECK(arr.size() == 1);
 }
 
 TEST_CASE("trials as JSON: one object per trial with its state's details", "[report]") {
   Fixture f;
   json arr = json::parse(
-      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", std::nullopt, "json", o); }));
+      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", {}, "json", o); }));
   REQUIRE(arr.is_array());
   REQUIRE(arr.size() == 5);
   for (size_t i = 0; i < arr.size(); ++i) CHECK(arr[i]["number"] == i);
@@ -251,15 +251,62 @@ TEST_CASE("trials as JSON: one object per trial with its state's details", "[rep
   CHECK(arr[4]["ended_at"].is_null());
 
   json pruned = json::parse(Run(
-      [&](std::ostream& o) { return PrintTrials(*f.db, "demo", TrialState::kPruned, "json", o); }));
+      [&](std::ostream& o) { return PrintTrials(*f.db, "demo", TrialListing{TrialState::kPruned}, "json", o); }));
   REQUIRE(pruned.size() == 1);
   CHECK(pruned[0]["number"] == 2);
+}
+
+TEST_CASE("trials sorted by value: best first as tune best ranks, then limited", "[report]") {
+  Fixture f;
+  auto numbers = [&](const std::string& experiment, const TrialListing& listing) {
+    json arr = json::parse(
+        Run([&](std::ostream& o) { return PrintTrials(*f.db, experiment, listing, "json", o); }));
+    std::vector<int> n;
+    for (const json& t : arr) n.push_back(t["number"].get<int>());
+    return n;
+  };
+  TrialListing best;
+  best.best_first = true;
+  // Completed 1 (1.5) and 0 (2.0); then the others with a value, pruned 2
+  // (1.0, better but not a candidate) and running 4 (1.75); then failed 3.
+  CHECK(numbers("demo", best) == std::vector<int>{1, 0, 2, 4, 3});
+  best.limit = 2;
+  CHECK(numbers("demo", best) == std::vector<int>{1, 0});
+  // The first row is what tune best prints.
+  json b = json::parse(Run([&](std::ostream& o) { return PrintBest(*f.db, "demo", "json", o); }));
+  CHECK(b["number"] == numbers("demo", best)[0]);
+  // A limit without sorting keeps the first trials by number.
+  TrialListing first;
+  first.limit = 3;
+  CHECK(numbers("demo", first) == std::vector<int>{0, 1, 2});
+  // The state filter applies before the limit.
+  TrialListing pruned{TrialState::kPruned, true, 1};
+  CHECK(numbers("demo", pruned) == std::vector<int>{2});
+
+  // mode max: larger is better; equal values keep number order.
+  ExperimentId up = *f.db->CreateExperiment(
+      "up", R"({"name": "up", "objective": {"metric": "accuracy", "mode": "max"}})", 1);
+  for (double v : {0.5, 0.9, 0.7, 0.9}) {
+    Trial t = *f.db->CreateTrial(up, {{"x", v}});
+    REQUIRE(f.db->StartTrial(t.id, 0, "local").ok());
+    REQUIRE(f.db->FinishTrial(t.id, TrialState::kCompleted, v, std::nullopt, "").ok());
+  }
+  TrialListing top;
+  top.best_first = true;
+  CHECK(numbers("up", top) == std::vector<int>{1, 3, 2, 0});
+
+  std::ostringstream none;
+  TrialListing negative;
+  negative.limit = -1;
+  Status st = PrintTrials(*f.db, "demo", negative, "table", none);
+  CHECK(st.IsInvalidArgument());
+  CHECK(none.str().empty());
 }
 
 TEST_CASE("trials as CSV is RFC 4180 with one column per parameter", "[report]") {
   Fixture f;
   std::string text =
-      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", std::nullopt, "csv", o); });
+      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", {}, "csv", o); });
   auto rows = ParseCsv(text);
   REQUIRE(rows.size() == 6);
   const auto& header = rows[0];
@@ -285,7 +332,7 @@ TEST_CASE("trials as CSV is RFC 4180 with one column per parameter", "[report]")
 TEST_CASE("trials as a table: aligned columns, metric and parameter headers", "[report]") {
   Fixture f;
   std::string text =
-      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", std::nullopt, "table", o); });
+      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", {}, "table", o); });
   auto lines = Lines(text);
   REQUIRE(lines.size() == 6);
   auto header = Words(lines[0]);
@@ -314,13 +361,13 @@ TEST_CASE("trials as a table: aligned columns, metric and parameter headers", "[
 
   // Without failed trials there is no error column.
   std::string pruned =
-      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", TrialState::kPruned, "table", o); });
+      Run([&](std::ostream& o) { return PrintTrials(*f.db, "demo", TrialListing{TrialState::kPruned}, "table", o); });
   CHECK(Lines(pruned)[0].find("error") == std::string::npos);
 
   std::ostringstream none;
-  REQUIRE(PrintTrials(*f.db, "demo", TrialState::kStopped, "table", none).ok());
+  REQUIRE(PrintTrials(*f.db, "demo", TrialListing{TrialState::kStopped}, "table", none).ok());
   CHECK(none.str() == "experiment 'demo' has no stopped trials\n");
-  CHECK(PrintTrials(*f.db, "demo", std::nullopt, "xml", none).IsInvalidArgument());
+  CHECK(PrintTrials(*f.db, "demo", {}, "xml", none).IsInvalidArgument());
 }
 
 TEST_CASE("status lists every experiment with counts per state and the best value",
