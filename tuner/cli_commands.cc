@@ -219,7 +219,8 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
       << ": " << s.message << "\n";
   if (s.best_number) {
     out << "tune: best trial " << *s.best_number << ": " << spec.objective.metric << " " << Fmt(*s.best_value)
-        << "  (tune best --db " << db_path << " --experiment " << spec.name << ")\n";
+        << ", " << ParamsShort(s.best_params) << "  (exact: tune best --db " << db_path << " --experiment "
+        << spec.name << ")\n";
   }
   if (s.failed > 0) {
     out << "tune: " << s.failed << " trial" << (s.failed == 1 ? "" : "s") << " failed  (why: tune trials --db "

@@ -24,15 +24,6 @@ std::string Duration(double s) {
   return buf;
 }
 
-std::string ParamsShort(const ParamMap& params) {
-  std::string out;
-  for (const auto& [name, v] : params) {
-    if (!out.empty()) out += " ";
-    out += name + "=" + (std::holds_alternative<double>(v) ? Fmt(std::get<double>(v)) : ParamToString(v));
-  }
-  return out;
-}
-
 std::string Summary(const ProgressCounts& c, const std::string& metric) {
   std::ostringstream s;
   s << c.completed + c.pruned + c.failed + c.stopped << "/" << c.max_trials << " done ("
@@ -140,6 +131,15 @@ class TerminalProgress : public ProgressSink {
 };
 
 }  // namespace
+
+std::string ParamsShort(const ParamMap& params) {
+  std::string out;
+  for (const auto& [name, v] : params) {
+    if (!out.empty()) out += " ";
+    out += name + "=" + (std::holds_alternative<double>(v) ? Fmt(std::get<double>(v)) : ParamToString(v));
+  }
+  return out;
+}
 
 std::unique_ptr<ProgressSink> MakeLogProgress(std::ostream& out, std::string metric) {
   return std::make_unique<LogProgress>(out, std::move(metric));

@@ -34,6 +34,10 @@ class ProgressSink {
   virtual void Finish(const ProgressCounts& counts) = 0;
 };
 
+// "lr=0.00123457 r=8 opt=adamw": parameters by name, floats to 6
+// significant digits (for progress lines; `tune best` has exact values).
+std::string ParamsShort(const ParamMap& params);
+
 // Plain log lines (no terminal control), one per event.
 std::unique_ptr<ProgressSink> MakeLogProgress(std::ostream& out, std::string metric);
 // A live table of trials and a summary line, redrawn in place (ANSI).

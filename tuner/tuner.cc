@@ -18,10 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double NowUnix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // True if `a` is a better objective value than `b` in `mode`.
 bool Better(double a, double b, Mode mode) { return mode == Mode::kMin ? a < b : a > b; }
 
@@ -105,6 +101,8 @@ LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std:
 // The run: one Impl per Tuner::Run call.
 
 struct Tuner::Impl {
+  Impl(const ExperimentSpec& s, TunerParts p, const TunerOptions& o) : spec(s), parts(p), options(o) {}
+
   const ExperimentSpec& spec;
   TunerParts parts;
   const TunerOptions& options;
@@ -609,6 +607,8 @@ Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
   summary.stopped = c.stopped;
   summary.best_number = run.best_number;
   summary.best_value = run.best_value;
+  for (const Trial& t : run.trials)
+    if (run.best_number && t.number == *run.best_number) summary.best_params = t.params;
   if (parts_.progress) {
     run.Tick(true);
     parts_.progress->Finish(c);

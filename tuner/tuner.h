@@ -45,6 +45,7 @@ struct RunSummary {
   int completed = 0, pruned = 0, failed = 0, stopped = 0;
   std::optional<int> best_number;
   std::optional<double> best_value;
+  ParamMap best_params;  // the best trial's; empty without one
 };
 
 // Components the tuner drives. Ownership stays with the caller; all must

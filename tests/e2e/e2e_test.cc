@@ -112,6 +112,15 @@ TEST_CASE("tune run runs concurrent real trials; tune best reproduces the best o
   json top_rows = json::parse(top.out);
   REQUIRE(top_rows.size() == 1);
   CHECK(top_rows[0]["number"] == b["number"]);
+  // The run's closing line names the best trial and its parameters.
+  char lora_r[64];
+  std::snprintf(lora_r, sizeof lora_r, "lora_r=%lld", static_cast<long long>(b["params"]["lora_r"].get<int64_t>()));
+  const std::string best_line = "tune: best trial " + std::to_string(b["number"].get<int>()) + ": eval_loss ";
+  const auto line_at = run.out.find(best_line);
+  REQUIRE(line_at != std::string::npos);
+  const std::string line = run.out.substr(line_at, run.out.find('\n', line_at) - line_at);
+  CHECK(line.find(lora_r) != std::string::npos);
+  CHECK(line.find(" lr=") != std::string::npos);
   // The params, substituted into the command, reproduce the best trial.
   const json& p = b["params"];
   CHECK(p["lora_r"].is_number_integer());
