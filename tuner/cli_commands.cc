@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "schedulers/asha_scheduler.h"
 #include "search/sampler.h"
 #include "tuner/components.h"
 #include "tuner/experiment_spec.h"
@@ -108,6 +109,36 @@ std::string Fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
+}
+
+// Where ASHA will check trials: each bracket's milestones below max_t and
+// the chance that a new trial joins it; a bracket without one never stops a
+// trial early, which deserves a word before hours are spent.
+void DescribeRungs(const ExperimentSpec& spec, std::ostream& out) {
+  auto made = MakeScheduler(spec, spec.search.seed);
+  const auto* asha = made.ok() ? dynamic_cast<const AshaScheduler*>(made->get()) : nullptr;
+  if (!asha) return;
+  const std::vector<double> p = asha->BracketProbabilities();
+  for (int b = 0; b < asha->num_brackets(); ++b) {
+    std::string rungs;
+    for (double m : asha->Milestones(b)) {
+      if (m >= static_cast<double>(spec.scheduler.max_t)) continue;
+      rungs += (rungs.empty() ? "" : ", ") + Fmt(m);
+    }
+    out << "\n              ";
+    const bool several = asha->num_brackets() > 1;
+    if (several) {
+      char share[32];
+      std::snprintf(share, sizeof share, "%.1f%%", 100 * p[b]);
+      out << "bracket " << b << " (" << share << " of trials): ";
+    }
+    if (rungs.empty()) {
+      out << "no rung below max_t " << spec.scheduler.max_t << ": "
+          << (several ? "its trials always run to max_t" : "no trial is ever stopped early");
+    } else {
+      out << "rungs at " << spec.scheduler.time_attr << " " << rungs << ", then max_t " << spec.scheduler.max_t;
+    }
+  }
 }
 
 }  // namespace
@@ -254,6 +285,7 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
   if (sch.type == "asha") {
     out << " (time_attr " << sch.time_attr << ", max_t " << sch.max_t << ", grace_period " << sch.grace_period
         << ", reduction_factor " << Fmt(sch.reduction_factor) << ", brackets " << sch.brackets << ")";
+    DescribeRungs(spec, out);
   } else if (sch.type == "median") {
     out << " (time_attr " << sch.time_attr << ", grace_period " << sch.grace_period << ", min_samples_required "
         << sch.min_samples_required << ", hard_stop " << (sch.hard_stop ? "true" : "false") << ")";

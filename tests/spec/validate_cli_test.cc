@@ -110,6 +110,34 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
   fs::remove_all(tmp);
 }
 
+TEST_CASE("spec: tune validate shows where ASHA checks trials, bracket by bracket", "[spec][cli]") {
+  fs::path tmp = TempDir();
+  auto validate = [&](const std::string& scheduler) {
+    fs::path file = tmp / "asha.json";
+    std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
+        "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
+        "scheduler": )" << scheduler << R"(, "trial": {"command": ["true"]}})";
+    Run r = Validate(tmp, file.string());
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+  std::string out = validate(R"({"type": "asha", "max_t": 100, "grace_period": 10, "reduction_factor": 3})");
+  CHECK(out.find("\n              rungs at step 10, 30, 90, then max_t 100\n") != std::string::npos);
+  // Ray's bracket shares: softmax of the rung counts (5, 4, 3, 2, 1).
+  out = validate(R"({"type": "asha", "max_t": 81, "grace_period": 1, "reduction_factor": 3, "brackets": 5})");
+  CHECK(out.find("bracket 0 (63.6% of trials): rungs at step 1, 3, 9, 27, then max_t 81\n") != std::string::npos);
+  CHECK(out.find("bracket 3 (3.2% of trials): rungs at step 27, then max_t 81\n") != std::string::npos);
+  CHECK(out.find("bracket 4 (1.2% of trials): no rung below max_t 81: its trials always run to max_t\n") !=
+        std::string::npos);
+  // A grace period at max_t leaves ASHA nothing to do: said before the run.
+  out = validate(R"({"type": "asha", "max_t": 50, "grace_period": 50})");
+  CHECK(out.find("no rung below max_t 50: no trial is ever stopped early\n") != std::string::npos);
+  // Other schedulers get no rung lines.
+  CHECK(validate(R"({"type": "median"})").find("rung") == std::string::npos);
+  fs::remove_all(tmp);
+}
+
 TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence", "[spec][cli]") {
   fs::path tmp = TempDir();
   struct Case {
