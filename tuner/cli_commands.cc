@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "schedulers/asha_scheduler.h"
+#include "search/grid.h"
 #include "search/sampler.h"
 #include "tuner/components.h"
 #include "tuner/experiment_spec.h"
@@ -280,6 +281,11 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
     out << " (" << (spec.search.tpe.multivariate ? "multivariate" : "univariate") << ", parzen_rules "
         << spec.search.tpe.parzen_rules << ")";
   if (spec.search.seed_given) out << ", seed " << spec.search.seed;
+  for (size_t i = 0; i < spec.search.points_to_evaluate.size(); ++i) {
+    const ParamMap& point = spec.search.points_to_evaluate[i];
+    out << "\n              trial " << i << " tries " << (point.empty() ? "what is sampled" : ParamsShort(point))
+        << (!point.empty() && point.size() < spec.parameters.size() ? ", the rest sampled" : "");
+  }
   const SchedulerSpec& sch = spec.scheduler;
   out << "\n  scheduler   " << sch.type;
   if (sch.type == "asha") {
@@ -344,13 +350,16 @@ int RenderCommand(const std::string& path, int trial_number, std::ostream& out, 
 #ifdef TUNE_HAVE_K8S
   // What the Kubernetes backend needs (an image), whatever backend.type says.
   if (Status st = OverrideBackend(&spec, "kubernetes"); !st.ok()) return Fail(err, st);
-  // Parameters as tune run would draw them for this trial with no history.
+  // Parameters as tune run would draw them for this trial with no history:
+  // its point to evaluate and grid point, the sampler for the rest.
   auto sampler = MakeSampler(spec);
   if (!sampler.ok()) return Fail(err, sampler.status());
+  auto grid = GridPoints(spec.parameters, spec.search.algorithm == "grid");
+  if (!grid.ok()) return Fail(err, grid.status());
   sampler->get()->Reseed(TrialSeed(spec.search.seed, trial_number));
   Trial t;
   t.number = trial_number;
-  t.params = SampleTrial(**sampler, spec.parameters, {});
+  t.params = NewTrialParams(spec, *grid, trial_number, **sampler, {});
   std::string trial_dir = "/tune/runs/" + spec.name + "/trial_" + std::to_string(trial_number);
   LaunchSpec launch = MakeLaunchSpec(spec, t, trial_dir);
   auto text = RenderTrialManifests(spec.backend.kubernetes, launch, KubernetesObjectName(spec.name, trial_number, 0));

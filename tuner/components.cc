@@ -48,6 +48,20 @@ Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
   return Status::InvalidArgument(Where(spec) + ": search.algorithm: '" + algo + "' is not available in this build");
 }
 
+ParamMap NewTrialParams(const ExperimentSpec& spec, const std::vector<ParamMap>& grid, int number,
+                        Sampler& sampler, const History& history) {
+  ParamMap fixed = grid.empty() ? ParamMap{} : grid[static_cast<size_t>(number) % grid.size()];
+  const auto& points = spec.search.points_to_evaluate;
+  if (number >= 0 && static_cast<size_t>(number) < points.size())
+    for (const auto& [name, v] : points[static_cast<size_t>(number)]) fixed[name] = v;
+  SearchSpace free_space;
+  for (const auto& [name, dist] : spec.parameters)
+    if (!fixed.count(name)) free_space[name] = dist;
+  ParamMap params = SampleTrial(sampler, free_space, history);
+  for (const auto& [name, v] : fixed) params[name] = v;
+  return params;
+}
+
 Result<std::unique_ptr<Scheduler>> MakeScheduler(const ExperimentSpec& spec, uint64_t seed) {
   const SchedulerSpec& s = spec.scheduler;
   const bool maximize = spec.objective.mode == Mode::kMax;

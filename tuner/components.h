@@ -17,6 +17,13 @@ namespace tune {
 Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec);
 // `seed`: the experiment's search seed (bracket assignment in ASHA).
 Result<std::unique_ptr<Scheduler>> MakeScheduler(const ExperimentSpec& spec, uint64_t seed);
+// The parameters of new trial `number`: for the first trials, its point of
+// search.points_to_evaluate, over its point of `grid` (GridPoints of the
+// spec's parameters, cycled by number; one empty point when there is no
+// grid); `sampler`, already reseeded for this trial, draws the rest given
+// `history`.
+ParamMap NewTrialParams(const ExperimentSpec& spec, const std::vector<ParamMap>& grid, int number,
+                        Sampler& sampler, const History& history);
 // `backend_type`: "local" or "kubernetes"; empty means spec.backend.type.
 Result<std::unique_ptr<TrialBackend>> MakeBackend(const ExperimentSpec& spec, const std::string& backend_type);
 

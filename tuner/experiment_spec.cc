@@ -202,11 +202,13 @@ Status ParseTpe(const ObjectReader& s, TpeOptions* tpe) {
   return s.Bool("consider_prior", &tpe->consider_prior);
 }
 
-Status ParseSearch(const Reader& r, const Json* v, SearchOptions* out) {
+Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, SearchOptions* out) {
   if (!v) return Status::Ok();
   TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "search"));
   TUNE_RETURN_IF_ERROR(s.Enum("algorithm", {"random", "tpe", "grid"}, &out->algorithm));
   std::vector<std::string> keys = {"algorithm", "seed"};
+  // Grid search tries every point of the grid once; nothing to put first.
+  if (out->algorithm != "grid") keys.push_back("points_to_evaluate");
   if (out->algorithm == "tpe") keys.insert(keys.end(), kTpeKeys.begin(), kTpeKeys.end());
   TUNE_RETURN_IF_ERROR(s.AllowOnly(keys, "for algorithm " + Quote(out->algorithm)));
   if (const Json* seed = s.Find("seed")) {
@@ -216,6 +218,10 @@ Status ParseSearch(const Reader& r, const Json* v, SearchOptions* out) {
                                   "an integer of at least 0 and at most 2^63-1"));
     out->seed = static_cast<uint64_t>(*value);
     out->seed_given = true;
+  }
+  if (const Json* points = s.Find("points_to_evaluate")) {
+    TUNE_RETURN_IF_ERROR(
+        spec_internal::ParsePoints(r, *points, s.PathOf("points_to_evaluate"), params, &out->points_to_evaluate));
   }
   if (out->algorithm == "tpe") return ParseTpe(s, &out->tpe);
   return Status::Ok();
@@ -340,7 +346,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   const Json* params = top.Find("parameters");
   if (!params) return r.Missing("parameters", "an object with at least one parameter");
   TUNE_RETURN_IF_ERROR(spec_internal::ParseParameters(r, *params, &spec.parameters));
-  TUNE_RETURN_IF_ERROR(ParseSearch(r, top.Find("search"), &spec.search));
+  TUNE_RETURN_IF_ERROR(ParseSearch(r, top.Find("search"), spec.parameters, &spec.search));
   TUNE_RETURN_IF_ERROR(ParseScheduler(r, top.Find("scheduler"), &spec.scheduler));
   if (spec.scheduler.time_attr == spec.objective.metric) {
     return r.Fail("scheduler.time_attr", "a metric other than objective.metric",
@@ -354,6 +360,11 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
     // random or TPE search every grid point is tried at least once.
     spec.limits.max_trials = static_cast<int>(
         spec.search.algorithm == "grid" ? grid_size : std::max<int64_t>(spec.limits.max_trials, grid_size));
+  }
+  if (spec.search.points_to_evaluate.size() > static_cast<size_t>(spec.limits.max_trials)) {
+    return r.Fail("search.points_to_evaluate",
+                  "at most limits.max_trials (" + std::to_string(spec.limits.max_trials) + ") points",
+                  std::to_string(spec.search.points_to_evaluate.size()));
   }
   const Json* trial = top.Find("trial");
   if (!trial) return r.Missing("trial", "an object with at least a command");

@@ -48,6 +48,11 @@ struct SearchOptions {
   uint64_t seed = 0;                 // 0 if absent: a seed is drawn and stored
   bool seed_given = false;
   TpeOptions tpe;
+  // Configurations to try first, in order (Ray's points_to_evaluate,
+  // Optuna's enqueue_trial): trial i < size() takes point i's values; the
+  // parameters a point leaves out are sampled (or come from the grid) as
+  // for any trial. Each value lies in its parameter's domain.
+  std::vector<ParamMap> points_to_evaluate;
 };
 
 struct SchedulerSpec {

@@ -112,6 +112,23 @@ bool SameChoice(const ParamValue& a, const ParamValue& b) {
   return a == b;
 }
 
+// A choice value as written: bool, string, float or integer.
+Result<ParamValue> ChoiceValue(const Reader& r, const std::string& path, const Json& v) {
+  if (v.is_boolean()) return ParamValue(v.get<bool>());
+  if (v.is_string()) return ParamValue(v.get<std::string>());
+  if (v.is_number_float()) {
+    auto d = AsDouble(v);
+    if (!d) return r.FailValue(path, "a finite number", v);
+    return ParamValue(*d);
+  }
+  if (v.is_number()) {
+    auto n = AsInt64(v);
+    if (!n) return r.FailValue(path, "an integer within 64 bits", v);
+    return ParamValue(*n);
+  }
+  return r.FailValue(path, "a number, a string or a boolean", v);
+}
+
 Status ParseCategorical(const ObjectReader& p, const std::string& type, Distribution* out) {
   const Reader& r = p.reader();
   const std::string path = p.PathOf("values");
@@ -124,22 +141,7 @@ Status ParseCategorical(const ObjectReader& p, const std::string& type, Distribu
   c.grid = (type == "grid");
   for (size_t i = 0; i < values->size(); ++i) {
     const Json& v = (*values)[i];
-    ParamValue value;
-    if (v.is_boolean()) {
-      value = v.get<bool>();
-    } else if (v.is_string()) {
-      value = v.get<std::string>();
-    } else if (v.is_number_float()) {
-      auto d = AsDouble(v);
-      if (!d) return r.FailValue(IndexPath(path, i), "a finite number", v);
-      value = *d;
-    } else if (v.is_number()) {
-      auto n = AsInt64(v);
-      if (!n) return r.FailValue(IndexPath(path, i), "an integer within 64 bits", v);
-      value = *n;
-    } else {
-      return r.FailValue(IndexPath(path, i), "a number, a string or a boolean", v);
-    }
+    TUNE_ASSIGN_OR_RETURN(ParamValue value, ChoiceValue(r, IndexPath(path, i), v));
     for (size_t j = 0; j < c.choices.size(); ++j) {
       if (SameChoice(c.choices[j], value)) {
         return r.FailValue(IndexPath(path, i),
@@ -208,6 +210,54 @@ Status ParseParameters(const Reader& r, const Json& v, SearchSpace* out) {
     space.emplace(name, std::move(d));
   }
   *out = std::move(space);
+  return Status::Ok();
+}
+
+namespace {
+
+// One value of a point, as its parameter's domain takes it: the choice it
+// equals (1 and 1.0 alike), an integer for int parameters, a number for
+// float ones; nullopt if it is not in the domain.
+std::optional<ParamValue> PointValue(const Distribution& dist, const Json& v) {
+  if (const auto* c = std::get_if<CategoricalDistribution>(&dist)) {
+    Reader quiet("");
+    auto value = ChoiceValue(quiet, "", v);
+    if (!value.ok()) return std::nullopt;
+    for (const ParamValue& choice : c->choices)
+      if (SameChoice(choice, *value)) return choice;
+    return std::nullopt;
+  }
+  std::optional<ParamValue> value;
+  if (std::holds_alternative<IntDistribution>(dist)) {
+    if (auto n = v.is_number() ? AsInt64(v) : std::nullopt) value = *n;
+  } else if (auto d = v.is_number() ? AsDouble(v) : std::nullopt) {
+    value = *d;
+  }
+  if (!value || !Contains(dist, *value)) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+Status ParsePoints(const Reader& r, const Json& v, const std::string& path, const SearchSpace& params,
+                   std::vector<ParamMap>* out) {
+  if (!v.is_array()) return r.FailValue(path, "an array of objects such as {\"learning_rate\": 0.001}", v);
+  std::vector<std::string> names;
+  for (const auto& [name, dist] : params) names.push_back(name);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = IndexPath(path, i);
+    const Json& point = v[i];
+    if (!point.is_object()) return r.FailValue(at, "an object mapping parameter names to values", point);
+    ParamMap values;
+    for (const auto& [name, value] : point.items()) {
+      auto it = params.find(name);
+      if (it == params.end()) return r.Fail(at, "parameter names (" + OneOf(names) + ")", Quote(name));
+      auto taken = PointValue(it->second, value);
+      if (!taken) return r.FailValue(JoinPath(at, name), "a value of " + Describe(it->second), value);
+      values[name] = *taken;
+    }
+    out->push_back(std::move(values));
+  }
   return Status::Ok();
 }
 

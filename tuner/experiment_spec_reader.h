@@ -117,6 +117,10 @@ bool Matches(const std::string& s, const char* pattern);
 
 // The sections, one file each (experiment_spec_<section>.cc).
 Status ParseParameters(const Reader& r, const Json& v, SearchSpace* out);
+// search.points_to_evaluate: an array of objects naming parameters of
+// `params` with values in their domains.
+Status ParsePoints(const Reader& r, const Json& v, const std::string& path, const SearchSpace& params,
+                   std::vector<ParamMap>* out);
 Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
                   const std::string& base_dir, TrialTemplate* out);
 Status ParseBackend(const Reader& r, const Json& v, const std::string& base_dir, BackendSpec* out);

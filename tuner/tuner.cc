@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "search/grid.h"
+#include "tuner/components.h"
 
 namespace tune {
 namespace {
@@ -316,15 +317,10 @@ Status Tuner::Impl::LaunchReady() {
         }
         return Status::Ok();
       }
-      // A new trial: grid point for its number, the sampler for the rest.
+      // A new trial: its point to evaluate and grid point, the sampler for the rest.
       int number = static_cast<int>(trials.size());
-      const ParamMap& fixed = grid[static_cast<size_t>(number) % grid.size()];
-      SearchSpace free_space;
-      for (const auto& [name, dist] : spec.parameters)
-        if (!fixed.count(name)) free_space[name] = dist;
       parts.sampler->Reseed(TrialSeed(seed, number));
-      ParamMap params = SampleTrial(*parts.sampler, free_space, trials);
-      for (const auto& [name, v] : fixed) params[name] = v;
+      ParamMap params = NewTrialParams(spec, grid, number, *parts.sampler, trials);
       TUNE_ASSIGN_OR_RETURN(Trial created, parts.storage->CreateTrial(experiment_id, params));
       index_of[created.id] = static_cast<int>(trials.size());
       trials.push_back(created);

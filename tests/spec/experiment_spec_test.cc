@@ -293,6 +293,43 @@ TEST_CASE("spec: grid search defaults max_trials to the grid size", "[spec]") {
   CHECK(random.search.seed == 0);
 }
 
+TEST_CASE("spec: points_to_evaluate take each parameter's own value type", "[spec]") {
+  auto spec = MustParse(R"({"name": "p", "objective": {"metric": "m", "mode": "min"},
+    "parameters": {
+      "lr":  {"type": "loguniform", "low": 1e-5, "high": 1e-2},
+      "d":   {"type": "uniform", "low": 0, "high": 0.5},
+      "r":   {"type": "choice", "values": [4, 8, 16]},
+      "w":   {"type": "randint", "low": 0, "high": 50},
+      "opt": {"type": "choice", "values": ["adamw", "sgd"]},
+      "g":   {"type": "grid", "values": [true, false]}
+    },
+    "search": {"algorithm": "tpe", "points_to_evaluate": [
+      {"lr": 0.001, "d": 0, "r": 16.0, "w": 1e1, "opt": "sgd", "g": false},
+      {"lr": 3e-4},
+      {}
+    ]},
+    "trial": {"command": ["p"]}})");
+  const auto& points = spec.search.points_to_evaluate;
+  REQUIRE(points.size() == 3);
+  // A float parameter takes 0 as 0.0; a choice takes the value it equals
+  // (16.0 is the integer choice 16); an int parameter takes 1e1 as 10.
+  CHECK(std::get<double>(points[0].at("lr")) == 0.001);
+  CHECK(std::get<double>(points[0].at("d")) == 0.0);
+  CHECK(std::get<int64_t>(points[0].at("r")) == 16);
+  CHECK(std::get<int64_t>(points[0].at("w")) == 10);
+  CHECK(std::get<std::string>(points[0].at("opt")) == "sgd");
+  CHECK(std::get<bool>(points[0].at("g")) == false);
+  CHECK(points[1].size() == 1);
+  CHECK(points[2].empty());
+  // randint's high is exclusive (Ray): 50 is outside.
+  auto bad = ParseExperimentSpec(R"({"name": "p", "objective": {"metric": "m", "mode": "min"},
+    "parameters": {"w": {"type": "randint", "low": 0, "high": 50}},
+    "search": {"points_to_evaluate": [{"w": 50}]}, "trial": {"command": ["p"]}})", "p.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "p.json: search.points_to_evaluate[0].w: expected a value of int[0, 49], got 50");
+}
+
 TEST_CASE("spec: grid parameters under random search are each tried at least once", "[spec]") {
   std::string head = R"({"name": "g", "objective": {"metric": "m", "mode": "min"},
     "trial": {"command": ["p"]}, "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}, )";

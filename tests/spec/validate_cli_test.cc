@@ -102,11 +102,14 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
   fs::path file = tmp / "multivariate.json";
   std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
       "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
-      "search": {"algorithm": "tpe", "multivariate": true, "parzen_rules": "optuna3"},
+      "search": {"algorithm": "tpe", "multivariate": true, "parzen_rules": "optuna3",
+                 "points_to_evaluate": [{"lr": 0.5}, {}]},
       "trial": {"command": ["true"]}})";
   r = Validate(tmp, file.string());
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find("search      tpe (multivariate, parzen_rules optuna3)") != std::string::npos);
+  CHECK(r.out.find("search      tpe (multivariate, parzen_rules optuna3)\n"
+                   "              trial 0 tries lr=0.5\n"
+                   "              trial 1 tries what is sampled\n") != std::string::npos);
   fs::remove_all(tmp);
 }
 

@@ -267,5 +267,36 @@ TEST_CASE("the same seed gives the same parameters", "[tuner]") {
   for (size_t i = 0; i < 5; ++i) CHECK(ba.launches[i].env.at("TUNE_PARAMS") == bb.launches[i].env.at("TUNE_PARAMS"));
 }
 
+TEST_CASE("points_to_evaluate are the first trials; the rest are sampled as without them", "[tuner]") {
+  Fixture with, without;
+  ExperimentSpec spec = MakeSpec(5, 2);
+  spec.search.points_to_evaluate = {{{"lr", 0.05}, {"r", int64_t{8}}}, {{"lr", 0.002}}};
+  FakeBackend a(LrIsLoss), b(LrIsLoss);
+  REQUIRE(with.Run(spec, a, with.fifo).ok());
+  REQUIRE(without.Run(MakeSpec(5, 2), b, without.fifo).ok());
+  auto params = [](Fixture& f) {
+    auto exp = f.storage->FindExperiment("unit");
+    REQUIRE(exp.ok());
+    auto trials = f.storage->ListTrials(exp->id);
+    REQUIRE(trials.ok());
+    std::vector<ParamMap> out;
+    for (const Trial& t : *trials) out.push_back(t.params);
+    return out;
+  };
+  const std::vector<ParamMap> p = params(with), q = params(without);
+  REQUIRE(p.size() == 5);
+  REQUIRE(q.size() == 5);
+  CHECK(p[0] == ParamMap{{"lr", 0.05}, {"r", int64_t{8}}});
+  // A partial point: its value, and the sampler's for the parameter it leaves out.
+  CHECK(std::get<double>(p[1].at("lr")) == 0.002);
+  CHECK(p[1].at("r") == q[1].at("r"));
+  // Later trials draw what they would have drawn without the points.
+  for (size_t i = 2; i < 5; ++i) CHECK(p[i] == q[i]);
+  // And they ran with those values.
+  CHECK(a.launches.size() == 5);
+  for (const LaunchSpec& l : a.launches)
+    if (l.trial_number == 0) CHECK(l.env.at("TUNE_PARAM_LR") == "0.05");
+}
+
 }  // namespace
 }  // namespace tune
