@@ -332,6 +332,14 @@ int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
   return st.ok() ? kExitOk : Fail(err, st);
 }
 
+int ImportanceCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
+  auto storage = OpenExisting(args.db_path);
+  if (!storage.ok()) return Fail(err, storage.status());
+  Status st = PrintImportance(**storage, args.experiment, args.format, out);
+  // Too few trials yet is 1, as for tune best; an unknown experiment name is bad input (2).
+  return st.ok() ? kExitOk : Fail(err, st, st.code() == StatusCode::kFailedPrecondition ? kExitFailed : kExitUsage);
+}
+
 int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
   auto storage = OpenExisting(args.db_path);
   if (!storage.ok()) return Fail(err, storage.status());

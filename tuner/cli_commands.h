@@ -35,6 +35,7 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
 int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
+int ImportanceCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int RenderCommand(const std::string& path, int trial_number, std::ostream& out, std::ostream& err);
 
 }  // namespace tune

@@ -88,6 +88,12 @@ int main(int argc, char** argv) {
       ->default_val("number");
   trials_cmd->add_option("--limit", query.limit, "At most this many trials, after sorting (0: all)")
       ->default_val(0);
+  auto* importance_cmd =
+      app.add_subcommand("importance", "Which parameters set the best trials apart (PED-ANOVA, as Optuna's default)");
+  add_query(importance_cmd, true);
+  importance_cmd->add_option("--format", query.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->default_val("table");
   auto* status_cmd = app.add_subcommand("status", "Experiments, trial counts per state, best so far");
   add_query(status_cmd, false);
 
@@ -107,7 +113,7 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
-      what = std::string("unknown command '") + argv[1] + "' (expected run, validate, best, trials, status or render)";
+      what = std::string("unknown command '") + argv[1] + "' (expected run, validate, best, trials, importance, status or render)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -133,6 +139,7 @@ int main(int argc, char** argv) {
   if (*best_cmd) return tune::BestCommand(query, std::cout, std::cerr);
   if (*trials_cmd) return tune::TrialsCommand(query, std::cout, std::cerr);
   if (*status_cmd) return tune::StatusCommand(query, std::cout, std::cerr);
+  if (*importance_cmd) return tune::ImportanceCommand(query, std::cout, std::cerr);
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
   return 2;
 }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "search/ped_anova.h"
 #include "tuner/core/one_line.h"
 
 namespace tune {
@@ -342,6 +343,58 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
            << (state ? std::string(TrialStateName(*state)) + " " : std::string()) << "trials\n";
     } else {
       PrintTable(rows, text);
+    }
+  }
+  out << text.str();
+  return Status::Ok();
+}
+
+Status PrintImportance(Storage& storage, const std::string& experiment, const std::string& format,
+                       std::ostream& out) {
+  if (format != "table" && format != "json") {
+    return Status::InvalidArgument("unknown format '" + format + "' for importance: use table or json");
+  }
+  TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
+  auto spec = ParseExperimentSpec(e.spec_json, "experiment '" + e.name + "'");
+  if (!spec.ok()) {
+    return Status::FailedPrecondition("the stored spec of experiment '" + e.name +
+                                      "' does not parse here: " + spec.status().message());
+  }
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
+  History trials;
+  for (TrialRecord& r : records) trials.push_back(std::move(r.trial));
+  auto result = PedAnovaImportances(spec->parameters, trials, spec->objective.mode == Mode::kMax);
+  if (!result.ok()) {
+    return Status(result.status().code(), "experiment '" + e.name + "': " + result.status().message());
+  }
+  const Objective obj = ObjectiveOf(e, std::nullopt);
+  std::ostringstream text;
+  if (format == "json") {
+    Json j;
+    j["experiment"] = e.name;
+    j["metric"] = obj.metric;
+    j["mode"] = ModeName(obj.mode);
+    j["method"] = "ped-anova";
+    j["trials"] = result->trials;
+    j["top_trials"] = result->top_trials;
+    j["importances"] = Json::array();
+    for (const ParamImportance& p : result->importances)
+      j["importances"].push_back({{"parameter", p.name}, {"importance", p.importance}});
+    text << j.dump(2) << "\n";
+  } else {
+    text << "experiment '" << e.name << "': what sets the best " << result->top_trials << " of "
+         << result->trials << " completed trials apart (" << obj.metric << ", " << ModeName(obj.mode)
+         << "; PED-ANOVA)\n";
+    std::vector<std::vector<std::string>> rows = {{"parameter", "importance"}};
+    for (const ParamImportance& p : result->importances) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%.3f", p.importance);
+      rows.push_back({p.name, value, std::string(static_cast<size_t>(std::lround(p.importance * 40)), '#')});
+    }
+    PrintTable(rows, text);
+    if (result->top_trials < 5) {
+      text << "note: the best 10% are only " << result->top_trials
+           << " trial(s); below 5 these numbers are rough (run more trials)\n";
     }
   }
   out << text.str();

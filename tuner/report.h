@@ -52,6 +52,17 @@ struct TrialListing {
 Status PrintTrials(Storage& storage, const std::string& experiment, const TrialListing& listing,
                    const std::string& format, std::ostream& out);
 
+// Which parameters set the best trials apart: PED-ANOVA importances
+// (search/ped_anova.h, what Optuna 5's get_param_importances computes) of
+// the experiment's completed trials, most important first, over the
+// parameters of its stored spec. "table": parameter, importance and a bar,
+// with a note when the best 10% are fewer than 5 trials; "json":
+// {"experiment", "metric", "mode", "method", "trials", "top_trials",
+// "importances": [{"parameter", "importance"}]}. FailedPrecondition with
+// fewer than 2 completed trials, or when the stored spec does not parse.
+Status PrintImportance(Storage& storage, const std::string& experiment, const std::string& format,
+                       std::ostream& out);
+
 // A table of every experiment in creation order: name, state, trial counts
 // per state, best value so far (completed trials) and elapsed time.
 Status PrintStatus(Storage& storage, std::ostream& out);

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -121,6 +122,25 @@ TEST_CASE("tune run runs concurrent real trials; tune best reproduces the best o
   const std::string line = run.out.substr(line_at, run.out.find('\n', line_at) - line_at);
   CHECK(line.find(lora_r) != std::string::npos);
   CHECK(line.find(" lr=") != std::string::npos);
+  // Importances cover every parameter, most important first, summing to 1.
+  Output imp = Sh(Tune("importance --db " + Quote(db) + " --experiment e2e-basic --format json"));
+  INFO(imp.out);
+  REQUIRE(imp.code == 0);
+  json importances = json::parse(imp.out);
+  CHECK(importances["trials"] == 8);
+  CHECK(importances["top_trials"] == 1);
+  REQUIRE(importances["importances"].size() == 3);
+  double total = 0, previous = 2;
+  std::set<std::string> named;
+  for (const json& entry : importances["importances"]) {
+    const double v = entry["importance"].get<double>();
+    CHECK(v <= previous);
+    previous = v;
+    total += v;
+    named.insert(entry["parameter"].get<std::string>());
+  }
+  CHECK(total == Approx(1.0));
+  CHECK(named == std::set<std::string>{"dropout", "lora_r", "lr"});
   // The params, substituted into the command, reproduce the best trial.
   const json& p = b["params"];
   CHECK(p["lora_r"].is_number_integer());

@@ -2,6 +2,7 @@
 // is parsed back with nlohmann, the CSV with an RFC 4180 reader.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -368,6 +369,53 @@ TEST_CASE("trials as a table: aligned columns, metric and parameter headers", "[
   REQUIRE(PrintTrials(*f.db, "demo", TrialListing{TrialState::kStopped}, "table", none).ok());
   CHECK(none.str() == "experiment 'demo' has no stopped trials\n");
   CHECK(PrintTrials(*f.db, "demo", {}, "xml", none).IsInvalidArgument());
+}
+
+TEST_CASE("importance: every parameter of the stored spec, or a clear refusal", "[report]") {
+  Fixture f;
+  std::ostringstream none;
+  // The fixture's stored spec has no parameters section: nothing to rank by.
+  Status st = PrintImportance(*f.db, "demo", "table", none);
+  CHECK(st.code() == StatusCode::kFailedPrecondition);
+  CHECK(st.message().find("stored spec of experiment 'demo' does not parse") != std::string::npos);
+  CHECK(none.str().empty());
+  CHECK(PrintImportance(*f.db, "demo", "csv", none).IsInvalidArgument());
+  CHECK(PrintImportance(*f.db, "nope", "table", none).code() == StatusCode::kNotFound);
+
+  ExperimentId e = *f.db->CreateExperiment("imp", R"({"name": "imp",
+      "objective": {"metric": "eval_loss", "mode": "max"},
+      "parameters": {"lr": {"type": "loguniform", "low": 1e-5, "high": 1e-1},
+                     "opt": {"type": "choice", "values": ["adamw", "sgd"]}},
+      "trial": {"command": ["prog"]}})", 1);
+  auto finish = [&](double lr, const std::string& opt, double value, TrialState state) {
+    Trial t = *f.db->CreateTrial(e, {{"lr", lr}, {"opt", opt}});
+    REQUIRE(f.db->StartTrial(t.id, 0, "local").ok());
+    REQUIRE(f.db->FinishTrial(t.id, state, value, std::nullopt, "").ok());
+  };
+  finish(1e-3, "adamw", 0.5, TrialState::kCompleted);
+  st = PrintImportance(*f.db, "imp", "table", none);
+  CHECK(st.code() == StatusCode::kFailedPrecondition);
+  CHECK(st.message() == "experiment 'imp': importances need at least 2 completed trials with a finite value, got 1");
+  finish(2e-3, "sgd", 0.9, TrialState::kPruned);  // pruned trials do not count
+  CHECK(PrintImportance(*f.db, "imp", "table", none).code() == StatusCode::kFailedPrecondition);
+  for (int i = 0; i < 20; ++i) finish(1e-5 * std::pow(1.5, i), i % 2 ? "sgd" : "adamw", 0.01 * i, TrialState::kCompleted);
+
+  json j = json::parse(Run([&](std::ostream& o) { return PrintImportance(*f.db, "imp", "json", o); }));
+  CHECK(j["experiment"] == "imp");
+  CHECK(j["mode"] == "max");
+  CHECK(j["method"] == "ped-anova");
+  CHECK(j["trials"] == 21);
+  CHECK(j["top_trials"] == 3);  // ceil(0.1 * 21)
+  REQUIRE(j["importances"].size() == 2);
+  // The value rises with lr, whatever the optimizer: lr decides.
+  CHECK(j["importances"][0]["parameter"] == "lr");
+  const std::string table = Run([&](std::ostream& o) { return PrintImportance(*f.db, "imp", "table", o); });
+  auto lines = Lines(table);
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[0] == "experiment 'imp': what sets the best 3 of 21 completed trials apart (eval_loss, max; PED-ANOVA)");
+  CHECK(Words(lines[1]) == std::vector<std::string>{"parameter", "importance"});
+  CHECK(Words(lines[2])[0] == "lr");
+  CHECK(lines[4].rfind("note: the best 10% are only 3 trial(s)", 0) == 0);
 }
 
 TEST_CASE("status lists every experiment with counts per state and the best value",
