@@ -106,8 +106,16 @@ int main(int argc, char** argv) {
     e = all->back().id;
     trials = 0;
   } else {
-    e = db.CreateExperiment("bench-" + std::to_string(::getpid()),
-                            R"({"objective": {"metric": "eval_loss", "mode": "min"}})", 1);
+    // The space the trials below are drawn from, so that `tune importance`
+    // (bench/importance_bench.sh) can read the file too.
+    e = db.CreateExperiment("bench-" + std::to_string(::getpid()), R"({"name": "bench",
+        "objective": {"metric": "eval_loss", "mode": "min"},
+        "parameters": {"learning_rate": {"type": "loguniform", "low": 1e-4, "high": 1e-2},
+                       "lora_r": {"type": "choice", "values": [4, 8, 16, 32]},
+                       "lora_alpha": {"type": "choice", "values": [16]},
+                       "lora_dropout": {"type": "uniform", "low": 0, "high": 0.2},
+                       "schedule": {"type": "choice", "values": ["cosine", "linear"]}},
+        "trial": {"command": ["lora_train"]}})", 1);
     if (!e.ok()) Die(e.status());
   }
 
@@ -139,7 +147,7 @@ int main(int argc, char** argv) {
     }
     report_seconds += Seconds(report_start);
     report_cpu += CpuSeconds() - report_cpu_start;
-    st = db.FinishTrial(t->id, tune::TrialState::kCompleted, 3.0 / (1.0 + 0.1 * reports),
+    st = db.FinishTrial(t->id, tune::TrialState::kCompleted, 3.0 / (1.0 + 0.1 * reports) + 0.001 * (i % 100),
                         std::nullopt, "completed");
     if (!st.ok()) Die(st);
     transactions += 3 + reports;

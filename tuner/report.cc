@@ -389,7 +389,9 @@ Status PrintImportance(Storage& storage, const std::string& experiment, const st
     for (const ParamImportance& p : result->importances) {
       char value[32];
       std::snprintf(value, sizeof value, "%.3f", p.importance);
-      rows.push_back({p.name, value, std::string(static_cast<size_t>(std::lround(p.importance * 40)), '#')});
+      const std::string bar(static_cast<size_t>(std::lround(p.importance * 40)), '#');
+      if (bar.empty()) rows.push_back({p.name, value});
+      else rows.push_back({p.name, value, bar});
     }
     PrintTable(rows, text);
     if (result->top_trials < 5) {
