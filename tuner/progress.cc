@@ -24,16 +24,6 @@ std::string Duration(double s) {
   return buf;
 }
 
-std::string Summary(const ProgressCounts& c, const std::string& metric) {
-  std::ostringstream s;
-  s << c.completed + c.pruned + c.failed + c.stopped << "/" << c.max_trials << " done ("
-    << c.completed << " completed, " << c.pruned << " pruned, " << c.failed << " failed";
-  if (c.stopped) s << ", " << c.stopped << " stopped";
-  s << "), " << c.running << " running";
-  if (c.best_value) s << " | best " << metric << " " << Fmt(*c.best_value) << " (trial " << *c.best_number << ")";
-  s << " | " << Duration(c.elapsed_s);
-  return s.str();
-}
 
 // Plain lines: one per event, a summary every 10 s.
 class LogProgress : public ProgressSink {
@@ -55,9 +45,9 @@ class LogProgress : public ProgressSink {
   void OnTick(const History&, const ProgressCounts& c) override {
     if (c.elapsed_s - last_summary_ < 10) return;
     last_summary_ = c.elapsed_s;
-    out_ << Summary(c, metric_) << "\n" << std::flush;
+    out_ << SummaryLine(c, metric_) << "\n" << std::flush;
   }
-  void Finish(const ProgressCounts& c) override { out_ << Summary(c, metric_) << "\n" << std::flush; }
+  void Finish(const ProgressCounts& c) override { out_ << SummaryLine(c, metric_) << "\n" << std::flush; }
 
  private:
   std::ostream& out_;
@@ -117,7 +107,7 @@ class TerminalProgress : public ProgressSink {
         ++lines;
       }
     }
-    s << Summary(c, metric_) << "\n";
+    s << SummaryLine(c, metric_) << "\n";
     ++lines;
     drawn_lines_ = lines;
     out_ << s.str() << std::flush;
@@ -131,6 +121,23 @@ class TerminalProgress : public ProgressSink {
 };
 
 }  // namespace
+
+std::string SummaryLine(const ProgressCounts& c, const std::string& metric) {
+  std::ostringstream s;
+  const int done = c.completed + c.pruned + c.failed + c.stopped;
+  s << done << "/" << c.max_trials << " done (" << c.completed << " completed, " << c.pruned << " pruned, "
+    << c.failed << " failed";
+  if (c.stopped) s << ", " << c.stopped << " stopped";
+  s << "), " << c.running << " running";
+  if (c.best_value) s << " | best " << metric << " " << Fmt(*c.best_value) << " (trial " << *c.best_number << ")";
+  s << " | " << Duration(c.elapsed_s);
+  if (c.finished_this_run > 0 && done < c.max_trials && c.elapsed_s > 0) {
+    double left = (c.max_trials - done) * c.elapsed_s / c.finished_this_run;
+    if (c.budget_left_s) left = std::min(left, std::max(0.0, *c.budget_left_s));
+    s << ", about " << Duration(left) << " left";
+  }
+  return s.str();
+}
 
 std::string ParamsShort(const ParamMap& params) {
   std::string out;

@@ -18,8 +18,17 @@ struct ProgressCounts {
   int max_trials = 0;
   std::optional<double> best_value;
   std::optional<int> best_number;
-  double elapsed_s = 0;
+  double elapsed_s = 0;          // of this run
+  int finished_this_run = 0;     // trials that ended since this run started
+  std::optional<double> budget_left_s;  // of limits.time_budget_s, if set
 };
+
+// The one-line summary: "7/24 done (5 completed, 2 pruned, 0 failed), 2
+// running | best loss 0.31 (trial 4) | 1m05s, about 2m40s left". The time
+// left (shown once a trial has ended in this run and trials remain) is
+// tqdm's estimate, as Optuna's progress bar shows it: the trials still to
+// run at this run's rate of ended trials, capped by the time budget left.
+std::string SummaryLine(const ProgressCounts& counts, const std::string& metric);
 
 class ProgressSink {
  public:

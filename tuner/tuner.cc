@@ -133,6 +133,7 @@ struct Tuner::Impl {
   std::optional<double> best_value;
   Clock::time_point start = Clock::now();
   double seconds_before = 0;  // spent by earlier runs (time_budget_s counts them)
+  int finished_at_start = 0;  // trials that had ended before this run (resume)
   Clock::time_point last_tick = Clock::now();
 
   Trial& Get(TrialId id) { return trials[static_cast<size_t>(index_of.at(id))]; }
@@ -513,6 +514,8 @@ ProgressCounts Tuner::Impl::Counts() const {
   c.best_value = best_value;
   c.best_number = best_number;
   c.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  c.finished_this_run = c.completed + c.pruned + c.failed + c.stopped - finished_at_start;
+  if (spec.limits.time_budget_s > 0) c.budget_left_s = spec.limits.time_budget_s - seconds_before - c.elapsed_s;
   return c;
 }
 
@@ -533,6 +536,10 @@ Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
   Impl run{spec_, parts_, options_};
   TUNE_RETURN_IF_ERROR(parts_.backend->Preflight());
   TUNE_RETURN_IF_ERROR(run.Setup());
+  {
+    const ProgressCounts at_start = run.Counts();
+    run.finished_at_start = at_start.completed + at_start.pruned + at_start.failed + at_start.stopped;
+  }
 
   RunSummary summary;
   auto finish = [&](RunOutcome outcome, ExperimentState state, const std::string& message) -> Status {
