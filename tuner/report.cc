@@ -223,10 +223,13 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
   return Status::Ok();
 }
 
-// Orders `records` best first (see TrialListing::best_first).
+namespace {
+
+// Orders `records` best first (see TrialListing::best_first); a NaN value
+// counts as none.
 void SortBestFirst(std::vector<TrialRecord>& records, Mode mode) {
   auto rank = [](const TrialRecord& r) {
-    if (!r.trial.value) return 2;
+    if (!HasValue(r.trial)) return 2;
     return r.trial.state == TrialState::kCompleted ? 0 : 1;
   };
   std::stable_sort(records.begin(), records.end(), [&](const TrialRecord& a, const TrialRecord& b) {
@@ -237,6 +240,8 @@ void SortBestFirst(std::vector<TrialRecord>& records, Mode mode) {
     return a.trial.number < b.trial.number;
   });
 }
+
+}  // namespace
 
 Status PrintTrials(Storage& storage, const std::string& experiment, const TrialListing& listing,
                    const std::string& format, std::ostream& out) {
