@@ -216,7 +216,8 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   }
 #endif
   std::unique_ptr<ProgressSink> progress =
-      args.terminal ? MakeTerminalProgress(out, spec.objective.metric) : MakeLogProgress(out, spec.objective.metric);
+      args.terminal ? MakeTerminalProgress(out, spec.objective.metric, spec.objective.mode == Mode::kMax)
+                    : MakeLogProgress(out, spec.objective.metric);
 
   TunerOptions options;
   options.resume = args.resume;

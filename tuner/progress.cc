@@ -47,7 +47,9 @@ class LogProgress : public ProgressSink {
     last_summary_ = c.elapsed_s;
     out_ << SummaryLine(c, metric_) << "\n" << std::flush;
   }
-  void Finish(const ProgressCounts& c) override { out_ << SummaryLine(c, metric_) << "\n" << std::flush; }
+  void Finish(const History&, const ProgressCounts& c) override {
+    out_ << SummaryLine(c, metric_) << "\n" << std::flush;
+  }
 
  private:
   std::ostream& out_;
@@ -58,7 +60,8 @@ class LogProgress : public ProgressSink {
 // A table redrawn in place: events scroll above it.
 class TerminalProgress : public ProgressSink {
  public:
-  TerminalProgress(std::ostream& out, std::string metric) : out_(out), metric_(std::move(metric)) {}
+  TerminalProgress(std::ostream& out, std::string metric, bool maximize)
+      : out_(out), metric_(std::move(metric)), maximize_(maximize) {}
   void OnMessage(const std::string& line) override { events_.push_back(line); }
   void OnTrialStarted(const Trial&) override {}
   void OnTrialReport(const Trial& t, int64_t step, std::optional<double>) override { last_step_[t.number] = step; }
@@ -68,25 +71,35 @@ class TerminalProgress : public ProgressSink {
     if (!message.empty() && message != TrialStateName(t.state)) line += " (" + message + ")";
     events_.push_back(line);
   }
-  void OnTick(const History& trials, const ProgressCounts& c) override { Draw(trials, c); }
-  void Finish(const ProgressCounts& c) override {
-    Draw({}, c);
-    out_ << "\n" << std::flush;
-  }
-
- private:
-  void Draw(const History& trials, const ProgressCounts& c) {
-    std::ostringstream s;
-    if (drawn_lines_ > 0) s << "\033[" << drawn_lines_ << "F\033[J";  // up and clear
-    for (const auto& e : events_) s << e << "\n";
-    events_.clear();
+  void OnTick(const History& trials, const ProgressCounts& c) override {
     // Running trials first, then the most recent finished ones.
     std::vector<const Trial*> rows;
     for (const auto& t : trials)
       if (t.state == TrialState::kRunning) rows.push_back(&t);
     for (auto it = trials.rbegin(); it != trials.rend() && rows.size() < 12; ++it)
       if (it->state != TrialState::kRunning) rows.push_back(&*it);
-    int lines = 0;
+    Draw(rows, "", c);
+  }
+  void Finish(const History& trials, const ProgressCounts& c) override {
+    std::vector<const Trial*> rows;
+    for (const auto& t : trials)
+      if (t.state == TrialState::kCompleted && t.value && !std::isnan(*t.value)) rows.push_back(&t);
+    std::stable_sort(rows.begin(), rows.end(), [&](const Trial* a, const Trial* b) {
+      return maximize_ ? *a->value > *b->value : *a->value < *b->value;
+    });
+    if (rows.size() > 10) rows.resize(10);
+    Draw(rows, rows.empty() ? "" : "best completed trials:\n", c);
+    out_ << "\n" << std::flush;
+  }
+
+ private:
+  void Draw(const std::vector<const Trial*>& rows, const std::string& title, const ProgressCounts& c) {
+    std::ostringstream s;
+    if (drawn_lines_ > 0) s << "\033[" << drawn_lines_ << "F\033[J";  // up and clear
+    for (const auto& e : events_) s << e << "\n";
+    events_.clear();
+    s << title;
+    int lines = title.empty() ? 0 : 1;
     if (!rows.empty()) {
       char head[160];
       std::snprintf(head, sizeof head, "%-6s %-10s %8s %-14s %s", "trial", "state", "step",
@@ -115,6 +128,7 @@ class TerminalProgress : public ProgressSink {
 
   std::ostream& out_;
   std::string metric_;
+  bool maximize_;
   std::vector<std::string> events_;
   std::map<int, int64_t> last_step_;
   int drawn_lines_ = 0;
@@ -152,8 +166,8 @@ std::unique_ptr<ProgressSink> MakeLogProgress(std::ostream& out, std::string met
   return std::make_unique<LogProgress>(out, std::move(metric));
 }
 
-std::unique_ptr<ProgressSink> MakeTerminalProgress(std::ostream& out, std::string metric) {
-  return std::make_unique<TerminalProgress>(out, std::move(metric));
+std::unique_ptr<ProgressSink> MakeTerminalProgress(std::ostream& out, std::string metric, bool maximize) {
+  return std::make_unique<TerminalProgress>(out, std::move(metric), maximize);
 }
 
 }  // namespace tune

@@ -40,7 +40,8 @@ class ProgressSink {
   virtual void OnTrialEnded(const Trial& trial, const std::string& message) = 0;
   // Called at least once a second while running, and at the end.
   virtual void OnTick(const History& trials, const ProgressCounts& counts) = 0;
-  virtual void Finish(const ProgressCounts& counts) = 0;
+  // Once, at the end of the run.
+  virtual void Finish(const History& trials, const ProgressCounts& counts) = 0;
 };
 
 // "lr=0.00123457 r=8 opt=adamw": parameters by name, floats to 6
@@ -49,7 +50,9 @@ std::string ParamsShort(const ParamMap& params);
 
 // Plain log lines (no terminal control), one per event.
 std::unique_ptr<ProgressSink> MakeLogProgress(std::ostream& out, std::string metric);
-// A live table of trials and a summary line, redrawn in place (ANSI).
-std::unique_ptr<ProgressSink> MakeTerminalProgress(std::ostream& out, std::string metric);
+// A live table of trials and a summary line, redrawn in place (ANSI). At
+// the end it leaves the best completed trials (up to 10, best first by the
+// objective, `maximize` saying which way) and the summary on screen.
+std::unique_ptr<ProgressSink> MakeTerminalProgress(std::ostream& out, std::string metric, bool maximize);
 
 }  // namespace tune

@@ -614,7 +614,7 @@ Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
     if (run.best_number && t.number == *run.best_number) summary.best_params = t.params;
   if (parts_.progress) {
     run.Tick(true);
-    parts_.progress->Finish(c);
+    parts_.progress->Finish(run.trials, c);
   }
   return summary;
 }

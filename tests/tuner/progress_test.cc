@@ -3,6 +3,8 @@
 #include "tuner/progress.h"
 
 #include <catch2/catch.hpp>
+#include <cctype>
+#include <sstream>
 
 namespace tune {
 namespace {
@@ -49,6 +51,59 @@ TEST_CASE("no estimate before a trial ends, and none once all are done", "[progr
   // Stopped trials are shown only when there are some.
   c.stopped = 1;
   CHECK(SummaryLine(c, "loss").find(", 1 stopped)") != std::string::npos);
+}
+
+Trial Ended(int number, TrialState state, std::optional<double> value) {
+  Trial t;
+  t.number = number;
+  t.state = state;
+  t.value = value;
+  if (value) t.intermediate[50] = *value;
+  t.params = {{"lr", 0.001 * (number + 1)}};
+  return t;
+}
+
+// What stays on screen: the text after the last "up and clear" sequence.
+std::string LastFrame(const std::string& out) {
+  const auto at = out.rfind("\033[J");
+  return at == std::string::npos ? out : out.substr(at + 3);
+}
+
+// The trial numbers of the table's rows (not the summary line).
+std::vector<int> RowNumbers(const std::string& frame) {
+  std::vector<int> numbers;
+  std::istringstream in(frame);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) && line.find(" done (") == std::string::npos)
+      numbers.push_back(std::stoi(line));
+  return numbers;
+}
+
+TEST_CASE("the terminal view ends with the best completed trials, best first", "[progress]") {
+  History trials = {Ended(0, TrialState::kCompleted, 2.0), Ended(1, TrialState::kPruned, 0.5),
+                    Ended(2, TrialState::kCompleted, 1.0), Ended(3, TrialState::kFailed, std::nullopt),
+                    Ended(4, TrialState::kCompleted, 3.0), Ended(5, TrialState::kRunning, 0.1)};
+  ProgressCounts c = Counts();
+  for (bool maximize : {false, true}) {
+    std::ostringstream out;
+    auto sink = MakeTerminalProgress(out, "loss", maximize);
+    sink->OnTick(trials, c);
+    trials[5].state = TrialState::kCompleted;
+    trials[5].value = 4.0;
+    sink->Finish(trials, c);
+    const std::string frame = LastFrame(out.str());
+    INFO(frame);
+    CHECK(frame.rfind("best completed trials:\n", 0) == 0);
+    // Pruned, failed and unfinished trials are not candidates, as in tune best.
+    CHECK(RowNumbers(frame) == (maximize ? std::vector<int>{5, 4, 0, 2} : std::vector<int>{2, 0, 4, 5}));
+    CHECK(frame.find(SummaryLine(c, "loss")) != std::string::npos);
+    trials[5].state = TrialState::kRunning;
+  }
+  // Without a completed trial only the summary stays.
+  std::ostringstream out;
+  auto sink = MakeTerminalProgress(out, "loss", false);
+  sink->Finish({Ended(0, TrialState::kFailed, std::nullopt)}, c);
+  CHECK(out.str() == SummaryLine(c, "loss") + "\n\n");
 }
 
 }  // namespace
