@@ -51,12 +51,6 @@ NumericGrid GridOf(const Distribution& dist, int n_steps) {
   return g;
 }
 
-std::optional<double> NumberOf(const ParamValue& v) {
-  if (const auto* d = std::get_if<double>(&v)) return *d;
-  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-  return std::nullopt;
-}
-
 // Counts of `trials`' values of `name` per grid point; nullopt if a trial
 // lacks the parameter or holds a value outside `dist`.
 std::optional<GridCounts> Count(const std::string& name, const Distribution& dist,
@@ -75,14 +69,14 @@ std::optional<GridCounts> Count(const std::string& name, const Distribution& dis
   for (const Trial* t : trials) {
     auto it = t->params.find(name);
     if (it == t->params.end()) return std::nullopt;
+    // The choice's index, or the number itself (ToInternal's representation).
     const auto internal = ToInternal(dist, it->second);
     if (!internal) return std::nullopt;
     int64_t index = 0;
     if (cat) {
       index = static_cast<int64_t>(*internal);
     } else {
-      double x = *NumberOf(it->second);
-      if (grid.log) x = std::log(x);
+      const double x = grid.log ? std::log(*internal) : *internal;
       // Ties at a midpoint go to the lower point.
       index = static_cast<int64_t>(std::ceil((x - grid.low) / step - 0.5));
       index = std::clamp<int64_t>(index, 0, grid.size - 1);
@@ -135,9 +129,9 @@ std::vector<double> GridPdf(const GridCounts& g, bool categorical, double prior_
     var += d * d * w[static_cast<size_t>(k)];
   }
   const double sd = std::sqrt(var / static_cast<double>(std::max<int64_t>(1, total - 1)));
-  std::vector<int64_t> cum;
+  std::vector<int64_t> cum;  // cumulative counts over the occupied points
   int64_t running = 0;
-  for (int k = 0; k < n; ++k) cum.push_back(running += g.counts[static_cast<size_t>(obs[static_cast<size_t>(k)])]);
+  for (double count : w) cum.push_back(running += static_cast<int64_t>(count));
   const int64_t q1_target = total / 4, q3_target = total * 3 / 4;
   const int q1 = static_cast<int>(std::lower_bound(cum.begin(), cum.end(), q1_target) - cum.begin());
   const int q3 = static_cast<int>(std::upper_bound(cum.begin(), cum.end(), q3_target) - cum.begin());

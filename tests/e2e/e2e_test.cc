@@ -114,8 +114,7 @@ TEST_CASE("tune run runs concurrent real trials; tune best reproduces the best o
   REQUIRE(top_rows.size() == 1);
   CHECK(top_rows[0]["number"] == b["number"]);
   // The run's closing line names the best trial and its parameters.
-  char lora_r[64];
-  std::snprintf(lora_r, sizeof lora_r, "lora_r=%lld", static_cast<long long>(b["params"]["lora_r"].get<int64_t>()));
+  const std::string lora_r = "lora_r=" + std::to_string(b["params"]["lora_r"].get<int64_t>());
   const std::string best_line = "tune: best trial " + std::to_string(b["number"].get<int>()) + ": eval_loss ";
   const auto line_at = run.out.find(best_line);
   REQUIRE(line_at != std::string::npos);
