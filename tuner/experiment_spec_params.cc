@@ -215,17 +215,16 @@ Status ParseParameters(const Reader& r, const Json& v, SearchSpace* out) {
 
 namespace {
 
-// One value of a point, as its parameter's domain takes it: the choice it
-// equals (1 and 1.0 alike), an integer for int parameters, a number for
-// float ones; nullopt if it is not in the domain.
-std::optional<ParamValue> PointValue(const Distribution& dist, const Json& v) {
+// One value of a point at `path`, as its parameter's domain takes it: the
+// choice it equals (1 and 1.0 alike), an integer for int parameters, a
+// number for float ones; an error naming the domain otherwise.
+Result<ParamValue> PointValue(const Reader& r, const std::string& path, const Distribution& dist, const Json& v) {
+  const std::string expected = "a value of " + Describe(dist);
   if (const auto* c = std::get_if<CategoricalDistribution>(&dist)) {
-    Reader quiet("");
-    auto value = ChoiceValue(quiet, "", v);
-    if (!value.ok()) return std::nullopt;
+    TUNE_ASSIGN_OR_RETURN(ParamValue value, ChoiceValue(r, path, v));
     for (const ParamValue& choice : c->choices)
-      if (SameChoice(choice, *value)) return choice;
-    return std::nullopt;
+      if (SameChoice(choice, value)) return choice;
+    return r.FailValue(path, expected, v);
   }
   std::optional<ParamValue> value;
   if (std::holds_alternative<IntDistribution>(dist)) {
@@ -233,8 +232,8 @@ std::optional<ParamValue> PointValue(const Distribution& dist, const Json& v) {
   } else if (auto d = v.is_number() ? AsDouble(v) : std::nullopt) {
     value = *d;
   }
-  if (!value || !Contains(dist, *value)) return std::nullopt;
-  return value;
+  if (!value || !Contains(dist, *value)) return r.FailValue(path, expected, v);
+  return *value;
 }
 
 }  // namespace
@@ -252,9 +251,7 @@ Status ParsePoints(const Reader& r, const Json& v, const std::string& path, cons
     for (const auto& [name, value] : point.items()) {
       auto it = params.find(name);
       if (it == params.end()) return r.Fail(at, "parameter names (" + OneOf(names) + ")", Quote(name));
-      auto taken = PointValue(it->second, value);
-      if (!taken) return r.FailValue(JoinPath(at, name), "a value of " + Describe(it->second), value);
-      values[name] = *taken;
+      TUNE_ASSIGN_OR_RETURN(values[name], PointValue(r, JoinPath(at, name), it->second, value));
     }
     out->push_back(std::move(values));
   }
