@@ -86,6 +86,7 @@ const std::vector<ConfigKey>& KnownConfigKeys() {
       {"output_hidden_states", kIgn, "", "", "extra outputs"},
       {"return_dict", kIgn, "", "", "output container"},
       {"torchscript", kIgn, "", "", "export flag"},
+      {"tf_legacy_loss", kIgn, "", "", "TensorFlow models only"},
       {"use_bfloat16", kIgn, "", "", "old dtype hint"},
       {"is_encoder_decoder", kOne, "", "false", "decoder-only models only"},
       {"is_decoder", kIgn, "", "", "decoder-only models are decoders"},

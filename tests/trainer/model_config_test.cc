@@ -239,3 +239,29 @@ TEST_CASE("config.json: the config lora_train writes reads back as the same mode
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST_CASE("config.json: every key transformers 4.57 and 5.23 write for the four families is known",
+          "[trainer][config]") {
+  for (const char* version : {"4.57.1", "5.23.0"}) {
+    std::ifstream in(testing::GoldenDir() + "/full_configs_" + version + ".json");
+    REQUIRE(in);
+    const json all = json::parse(in);
+    REQUIRE(all["configs"].size() == 4);
+    for (const json& j : all["configs"]) {
+      INFO("transformers " << version << " " << j["model_type"]);
+      auto c = Parse(j);
+      INFO((c.ok() ? std::string("ok") : c.status().message()));
+      REQUIRE(c.ok());
+      CHECK(c->rope.type == "default");
+      // The class defaults: Llama and Mistral 10000, Qwen 1e6 in 5.x (4.x Qwen2 10000).
+      CHECK(c->rope.theta > 0);
+      CHECK(c->sliding_window == (j["model_type"] == "mistral" ? 4096 : 0));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tune

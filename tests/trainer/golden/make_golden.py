@@ -28,6 +28,9 @@ Fixtures (all small, float32):
   <case>/            one per entry of CASES (transformers 5 format: rope_parameters,
                      dtype, layer_types): smaller models (hidden 32, tied embeddings
                      unless stated), the same golden.safetensors layout
+  full_configs_<v>.json  every key of the llama, mistral, qwen2 and qwen3 config
+                     classes with their defaults, as transformers <v> writes them
+                     (5.23.0 with the fixtures; 4.57.1 with --full-configs under 4.57.1)
   rope_tables.json   RoPE inv_freq, attention scaling and the cos/sin of the last
                      position from transformers' rotary embedding, for the configs
                      in ROPE_TABLES; dynamic ones as a sequence of forward lengths
@@ -242,6 +245,20 @@ def make_rope_tables():
     print(f"rope_tables.json: {len(tables)} configs")
 
 
+def write_full_configs(path):
+    """Every key of each supported config class with transformers' defaults
+    (to_dict without the diff), for the installed transformers version."""
+    import transformers
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+    out = {"transformers_version": transformers.__version__, "configs": []}
+    for cls in (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config):
+        out["configs"].append(json.loads(cls().to_json_string(use_diff=False)))
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"{path}: {len(out['configs'])} configs from transformers {transformers.__version__}")
+
+
 def make_dtypes():
     gen = torch.Generator().manual_seed(7)
     x = (torch.randn(3, 5, generator=gen) * 4).to(torch.float32)
@@ -288,6 +305,8 @@ def check_peft(binary, arch="llama"):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-peft", metavar="LORA_TRAIN", default="")
+    ap.add_argument("--full-configs", action="store_true",
+                    help="only write full_configs_<transformers version>.json (run it under 4.x and 5.x)")
     ap.add_argument("--legacy", action="store_true",
                     help="remake the transformers 4.x fixtures llama/, qwen2/ and dtypes (needs transformers 4.40.2)")
     args = ap.parse_args()
@@ -295,6 +314,10 @@ def main():
     if args.check_peft:
         ok = [check_peft(args.check_peft, arch) for arch in ("llama", "qwen3")]
         sys.exit(0 if all(ok) else 1)
+    if args.full_configs:
+        import transformers
+        write_full_configs(os.path.join(HERE, f"full_configs_{transformers.__version__}.json"))
+        return
     if args.legacy:
         for arch in ("llama", "qwen2"):
             make_arch(arch)
@@ -306,6 +329,7 @@ def main():
     for name, (model_type, overrides, seed, tokenizer) in CASES.items():
         make_arch(name, config_v5(model_type, overrides), seed, tokenizer)
     make_rope_tables()
+    write_full_configs(os.path.join(HERE, f"full_configs_{transformers.__version__}.json"))
 
 
 if __name__ == "__main__":
