@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -18,6 +19,8 @@ using katib_internal::Get;
 using katib_internal::Index;
 using katib_internal::Json;
 using katib_internal::Present;
+using katib_internal::Quote;
+using katib_internal::Word;
 
 namespace {
 
@@ -61,7 +64,7 @@ Status ConvertParameter(Ctx& ctx, const YAML::Node& p, const std::string& path, 
   if (Present(dist_node)) TUNE_RETURN_IF_ERROR(ctx.String(dist_node, Child(fs_path, "distribution"), &distribution));
   if (distribution != "uniform" && distribution != "logUniform") {
     return ctx.FailNode(dist_node, Child(fs_path, "distribution"),
-                        "uniform or logUniform for parameter \"" + *name + "\" (tune has no " + distribution +
+                        "uniform or logUniform for parameter " + Quote(*name) + " (tune has no " + Word(distribution) +
                             " distribution; use logUniform or uniform bounds instead)");
   }
   bool log = distribution == "logUniform";
@@ -170,7 +173,7 @@ Status ConvertObjective(Ctx& ctx, const YAML::Node& spec, Json* out) {
         return ctx.FailNode(Get(strategies[i], "value"), Child(ip, "value"), "min, max or latest");
       }
       if (name != metric) {
-        ctx.Note(ip, "not carried over (tune records every report of " + name +
+        ctx.Note(ip, "not carried over (tune records every report of " + Word(name) +
                          "; a strategy matters only for the objective)");
       } else if (value == "latest") {
         scope = "last";
@@ -185,7 +188,7 @@ Status ConvertObjective(Ctx& ctx, const YAML::Node& spec, Json* out) {
   if (YAML::Node extra = Get(o, "additionalMetricNames"); Present(extra)) {
     TUNE_RETURN_IF_ERROR(ctx.Seq(extra, Child(path, "additionalMetricNames")));
     std::string names;
-    for (const auto& n : extra) names += (names.empty() ? "" : ", ") + n.Scalar();
+    for (const auto& n : extra) names += (names.empty() ? "" : ", ") + Word(n.IsScalar() ? n.Scalar() : "");
     ctx.Note(Child(path, "additionalMetricNames"),
              "recorded without a key: tune stores every metric a trial reports (" + names + ")");
   }
@@ -370,10 +373,10 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
     if (names.count(katib_name) || parameters.contains(ours)) {
       return ctx.Fail(params[i], Child(path, "name"),
                       "a name no other parameter has, also as tune writes it (" + ours + ")",
-                      "\"" + katib_name + "\"");
+                      Quote(katib_name));
     }
     if (ours != katib_name) {
-      ctx.Note(Child(path, "name"), "\"" + katib_name + "\" is parameter \"" + ours +
+      ctx.Note(Child(path, "name"), Quote(katib_name) + " is parameter \"" + ours +
                                         "\" (tune's names are letters, digits and _)");
     }
     names[katib_name] = ours;
@@ -401,7 +404,7 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
     }
     if (kind_name != "StdOut" && kind_name != "None") {
       ctx.Note("spec.metricsCollectorSpec.collector.kind",
-               "warning: the " + kind_name +
+               "warning: the " + Word(kind_name) +
                    " collector is not carried over; tune reads metrics only from rank 0's stdout "
                    "(name=value or JSON lines), so the trial must print them there");
     }
@@ -427,36 +430,123 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
 
 }  // namespace
 
+namespace {
+
+// yaml-cpp's message, kept to one line: it may quote the offending
+// character, e.g. a line break after a backslash.
+std::string OneLine(const std::string& msg) {
+  std::string out;
+  for (char c : msg) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// YAML text is UTF-8 of printable characters (YAML 1.2, c-printable: tab,
+// line breaks, U+0020-U+007E, U+0085, U+00A0-U+D7FF, U+E000-U+FFFD,
+// U+10000-U+10FFFF). Anything else is refused with its line and column.
+Status CheckText(const std::string& s, const std::string& path) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+    uint32_t cp = len == 1 ? b : len == 2 ? b & 0x1f : len == 3 ? b & 0x0f : b & 0x07;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      ok = (c & 0xc0) == 0x80;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    // No overlong forms, surrogates or code points past U+10FFFF.
+    ok = ok && !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
+         cp <= 0x10ffff;
+    bool printable = cp == 0x09 || cp == 0x0a || cp == 0x0d || (cp >= 0x20 && cp <= 0x7e) || cp == 0x85 ||
+                     (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || cp >= 0x10000;
+    if (!ok || !printable) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "0x%02x", b);
+      return Status::InvalidArgument(path + ": line " + std::to_string(line) + ", column " + std::to_string(column) +
+                                     ": expected YAML text (printable UTF-8), got " +
+                                     (ok ? "the control character " : "the byte ") + buf);
+    }
+    if (cp == 0x0a) {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += len;
+  }
+  return Status::Ok();
+}
+
+// The line (1-based) of a "---" that starts a second document, or 0. A
+// line beginning with "---" and a space or its end is a document marker
+// wherever it stands, even inside a scalar (YAML 1.2, 9.1).
+int SecondDocumentLine(const std::string& s) {
+  bool content = false;
+  int line = 0;
+  for (size_t pos = 0; pos < s.size();) {
+    size_t end = s.find('\n', pos);
+    if (end == std::string::npos) end = s.size();
+    std::string l = s.substr(pos, end - pos);
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    ++line;
+    bool marker = l.rfind("---", 0) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    if (marker && content) return line;
+    if (marker && l.find_first_not_of(" \t", 3) != std::string::npos && l[l.find_first_not_of(" \t", 3)] != '#') {
+      content = true;  // "--- {a: 1}": content on the marker's line
+    }
+    size_t first = l.find_first_not_of(" \t");
+    if (!marker && first != std::string::npos && l[first] != '#' && l[first] != '%' && l != "...") content = true;
+    pos = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const std::string& path) {
-  std::vector<YAML::Node> docs;
+  if (Status st = CheckText(yaml_text, path); !st.ok()) return st;
+  // YAML::Load reads the first document only: yaml-cpp 0.7's LoadAll can
+  // loop forever, allocating, on some malformed input (fixed upstream after
+  // 0.8). A second document is found by its marker instead.
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(yaml_text);
+    doc = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
     std::string where = e.mark.is_null() ? "" : "line " + std::to_string(e.mark.line + 1) + ", column " +
                                                     std::to_string(e.mark.column + 1) + ": ";
-    return Status::InvalidArgument(path + ": " + where + "expected valid YAML (" + e.msg + ")");
+    return Status::InvalidArgument(path + ": " + where + "expected valid YAML (" + OneLine(e.msg) + ")");
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(path + ": expected valid YAML (" + e.msg + ")");
+    return Status::InvalidArgument(path + ": expected valid YAML (" + OneLine(e.msg) + ")");
   }
-  std::vector<YAML::Node> present;
-  for (const auto& d : docs) {
-    if (Present(d)) present.push_back(d);
-  }
-  if (present.size() != 1) {
-    return Status::InvalidArgument(path + ": expected one YAML document (a Katib Experiment), got " +
-                                   std::to_string(present.size()));
+  if (!Present(doc)) return Status::InvalidArgument(path + ": expected a Katib Experiment, got an empty document");
+  if (int line = SecondDocumentLine(yaml_text); line > 0) {
+    return Status::InvalidArgument(path + ": line " + std::to_string(line) +
+                                   ": expected one YAML document (a Katib Experiment), got a second one");
   }
   Ctx ctx(path);
   Json out = Json::object();
   try {
-    TUNE_RETURN_IF_ERROR(Convert(ctx, present[0], &out));
+    TUNE_RETURN_IF_ERROR(Convert(ctx, doc, &out));
   } catch (const YAML::Exception& e) {
     // Bad conversions are checked before they happen; this is a safety net
     // so that no yaml-cpp exception leaves the module.
-    return Status::InvalidArgument(path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    return Status::InvalidArgument(path + ": line " + std::to_string(e.mark.line + 1) + ": " + OneLine(e.msg));
   }
   KatibImport result;
-  result.experiment_json = out.dump(2) + "\n";
+  try {
+    result.experiment_json = out.dump(2) + "\n";
+  } catch (const Json::exception&) {
+    return Status::InvalidArgument(path + ": expected UTF-8 text, got a value that is not");
+  }
   result.notes = ctx.TakeNotes();
   return result;
 }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <regex>
 
 namespace tune {
@@ -48,20 +49,32 @@ bool ParseInt(const std::string& s, int64_t* out) {
 }  // namespace
 
 std::string Child(const std::string& path, const std::string& key) {
-  std::string k = IsWord(key) ? key : "[" + Json(key).dump() + "]";
+  std::string k = IsWord(key) ? key : "[" + Quote(key) + "]";
   if (path.empty()) return k;
   return k[0] == '[' ? path + k : path + "." + k;
 }
 
 std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
+std::string Quote(const std::string& s) {
+  std::string cut = s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  // Invalid UTF-8 is replaced rather than thrown on.
+  return Json(cut).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string Word(const std::string& s) {
+  if (s.empty() || s.size() > 60) return Quote(s);
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("_.-/:", c)) return Quote(s);
+  }
+  return s;
+}
+
 std::string Show(const YAML::Node& n) {
   if (!Present(n)) return "nothing";
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a map";
-  std::string s = n.Scalar();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return Json(s).dump();
+  return Quote(n.Scalar());
 }
 
 YAML::Node Get(const YAML::Node& map, const std::string& key) {

@@ -31,6 +31,12 @@ std::string Index(const std::string& path, size_t i);
 // nothing.
 std::string Show(const YAML::Node& n);
 
+// User text inside a message, kept to one line: JSON-quoted, cut when long.
+std::string Quote(const std::string& s);
+// A name inside a message: as it is when made of letters, digits and
+// `_.-/:`, else Quote(s).
+std::string Word(const std::string& s);
+
 // The value under `key` of a map node; an undefined node when `map` is not
 // a map or has no such key. A YAML null (`key:` with nothing after it)
 // counts as absent.
