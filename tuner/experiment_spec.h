@@ -32,7 +32,7 @@ struct TpeOptions {
   int n_ei_candidates = 24;
   std::optional<double> gamma;  // fixed fraction; default Optuna's min(ceil(0.1 n), 25)
   double prior_weight = 1.0;
-  bool multivariate = false;
+  bool multivariate = true;    // as Optuna 5.0 (bench/RESULTS.md: TPE out of the box)
   bool constant_liar = true;   // on by default: trials run in parallel
   bool consider_endpoints = false;
   bool consider_magic_clip = true;
@@ -103,6 +103,13 @@ struct BackendSpec {
   KubernetesOptions kubernetes;
 };
 
+// Outside trackers fed with every trial (docs/experiment.md, `tracking`).
+struct TrackingSpec {
+  // TensorBoard event files: unset = off; "" = in each trial's directory;
+  // else <dir>/<experiment>/trial_NNNN (dir relative to the current directory).
+  std::optional<std::string> tensorboard_dir;
+};
+
 struct ExperimentSpec {
   std::string name;
   std::string source_path;  // the experiment.json it came from
@@ -115,6 +122,7 @@ struct ExperimentSpec {
   LimitsSpec limits;
   TrialTemplate trial;
   BackendSpec backend;
+  TrackingSpec tracking;
   std::string storage_path;  // empty: ./tune.db
 };
 

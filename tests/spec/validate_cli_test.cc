@@ -104,7 +104,7 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
   Run r = Validate(tmp, default_json.string());
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find("search      tpe (univariate, parzen_rules optuna5), seed 7") != std::string::npos);
+  CHECK(r.out.find("search      tpe (multivariate, parzen_rules optuna5), seed 7") != std::string::npos);
   // Every setting that decides the run, defaults included.
   CHECK(r.out.find("scheduler   asha (time_attr step, max_t ") != std::string::npos);
   CHECK(r.out.find(", reduction_factor 3, brackets ") != std::string::npos);
@@ -172,7 +172,7 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
            "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
            "trial": {"command": ["p"]}})",
        "limit: expected one of the keys \"name\", \"objective\", \"parameters\", \"search\", "
-       "\"scheduler\", \"limits\", \"trial\", \"backend\" or \"storage\", got the unknown key "
+       "\"scheduler\", \"limits\", \"trial\", \"backend\", \"tracking\" or \"storage\", got the unknown key "
        "\"limit\" (did you mean \"limits\"?)"},
       {"{\"name\": \"x\",\n}", "line 2, column 1: expected valid JSON (string literal), got unexpected '}'"},
   };
