@@ -223,7 +223,8 @@ TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][dist
 
 TEST_CASE("a config.json key that could change the math is refused: exit 2, the key and the file named, no output",
           "[trainer][run][config]") {
-  const std::string dir = testing::TempDir("badkey");
+  const testing::TempDir tmp("badkey");
+  const std::string& dir = tmp.path();
   struct Cleanup {
     std::string dir;
     ~Cleanup() { std::filesystem::remove_all(dir); }
