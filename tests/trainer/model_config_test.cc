@@ -128,6 +128,17 @@ TEST_CASE("config.json: unknown keys and unsupported values are refused in one s
   j = Base("mistral");
   j["layer_types"] = {"full_attention", "sliding_attention", "full_attention"};
   CHECK_THAT(Refusal(j), Catch::Contains("'layer_types'"));
+  // Keys of popular hub checkpoints: SmolLM2 (nanotron) and DeepSeek-R1-Distill-Qwen.
+  j = Base("llama");
+  j["is_llama_config"] = true;
+  j["rope_interleaved"] = false;
+  j["transformers.js_config"] = {{"kv_cache_dtype", {{"q4f16", "float16"}}}};
+  CHECK(Parse(j).ok());
+  j["rope_interleaved"] = true;
+  CHECK_THAT(Refusal(j), Catch::Contains("'rope_interleaved'"));
+  j = Base("qwen2");
+  j["use_mrope"] = false;
+  CHECK(Parse(j).ok());
   // Harmless keys and metadata are ignored on purpose.
   j = Base("llama");
   for (const char* k : {"_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache",
@@ -234,6 +245,32 @@ TEST_CASE("config.json: the config lora_train writes reads back as the same mode
     CHECK(again->rope.factor == c->rope.factor);
     CHECK(again->rope.original_max_position_embeddings == c->rope.original_max_position_embeddings);
     CHECK(again->rope.truncate == c->rope.truncate);
+  }
+}
+
+}  // namespace
+}  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST_CASE("config.json: every key transformers 4.57 and 5.23 write for the four families is known",
+          "[trainer][config]") {
+  for (const char* version : {"4.57.1", "5.23.0"}) {
+    std::ifstream in(testing::GoldenDir() + "/full_configs_" + version + ".json");
+    REQUIRE(in);
+    const json all = json::parse(in);
+    REQUIRE(all["configs"].size() == 4);
+    for (const json& j : all["configs"]) {
+      INFO("transformers " << version << " " << j["model_type"]);
+      auto c = Parse(j);
+      INFO((c.ok() ? std::string("ok") : c.status().message()));
+      REQUIRE(c.ok());
+      CHECK(c->rope.type == "default");
+      // The class defaults: Llama and Mistral 10000, Qwen 1e6 in 5.x (4.x Qwen2 10000).
+      CHECK(c->rope.theta > 0);
+      CHECK(c->sliding_window == (j["model_type"] == "mistral" ? 4096 : 0));
+    }
   }
 }
 

@@ -28,13 +28,17 @@ Fixtures (all small, float32):
   <case>/            one per entry of CASES (transformers 5 format: rope_parameters,
                      dtype, layer_types): smaller models (hidden 32, tied embeddings
                      unless stated), the same golden.safetensors layout
+  full_configs_<v>.json  every key of the llama, mistral, qwen2 and qwen3 config
+                     classes with their defaults, as transformers <v> writes them
+                     (5.23.0 with the fixtures; 4.57.1 with --full-configs under 4.57.1)
   rope_tables.json   RoPE inv_freq, attention scaling and the cos/sin of the last
                      position from transformers' rotary embedding, for the configs
                      in ROPE_TABLES; dynamic ones as a sequence of forward lengths
 
 --check-peft BIN: trains an adapter with `BIN` on the llama and qwen3 fixtures,
 loads it with PEFT and compares PEFT's logits with `BIN logits` (max abs
-difference).
+difference); then has `BIN init` write a Qwen3 base (yarn, sliding window) and
+checks that transformers reads its config.json as the same model.
 """
 import argparse
 import json
@@ -242,6 +246,20 @@ def make_rope_tables():
     print(f"rope_tables.json: {len(tables)} configs")
 
 
+def write_full_configs(path):
+    """Every key of each supported config class with transformers' defaults
+    (to_dict without the diff), for the installed transformers version."""
+    import transformers
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+    out = {"transformers_version": transformers.__version__, "configs": []}
+    for cls in (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config):
+        out["configs"].append(json.loads(cls().to_json_string(use_diff=False)))
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"{path}: {len(out['configs'])} configs from transformers {transformers.__version__}")
+
+
 def make_dtypes():
     gen = torch.Generator().manual_seed(7)
     x = (torch.randn(3, 5, generator=gen) * 4).to(torch.float32)
@@ -285,16 +303,53 @@ def check_peft(binary, arch="llama"):
         return diff <= 1e-4 * max(1.0, scale)
 
 
+def check_config_roundtrip(binary):
+    """`BIN init` writes a Qwen3 base with yarn RoPE and a sliding window; transformers
+    must read its config.json as the same model (logits against `BIN logits`)."""
+    from transformers import AutoModelForCausalLM
+    cfg = {"model_type": "qwen3", "vocab_size": 0, "hidden_size": 32, "intermediate_size": 48,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+           "use_sliding_window": True, "sliding_window": 3, "max_window_layers": 1, "max_position_embeddings": 64,
+           "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                               "rope_theta": 10000.0}}
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "cfg.json"), "w") as f:
+            json.dump(cfg, f)
+        base = os.path.join(tmp, "m")
+        subprocess.run([binary, "init", "--config", os.path.join(tmp, "cfg.json"), "--tokenizer",
+                        os.path.join(HERE, "llama", "tokenizer.json"), "--out", base], check=True,
+                       stderr=subprocess.DEVNULL)
+        ours = os.path.join(tmp, "ours.safetensors")
+        subprocess.run([binary, "logits", "--base", base, "--text", CORPUS[:60], "--out", ours], check=True)
+        got = load_file(ours)
+        model = AutoModelForCausalLM.from_pretrained(base, attn_implementation="eager")
+        with torch.no_grad():
+            ref = model(input_ids=got["input_ids"]).logits
+        diff = (ref - got["logits"]).abs().max().item()
+        scale = ref.abs().max().item()
+        print(f"config round trip (qwen3, yarn, window 3, {got['input_ids'].shape[1]} tokens): transformers "
+              f"{__import__('transformers').__version__} read lora_train's config.json; max |transformers - "
+              f"lora_train| logits = {diff:.3e} (logit scale {scale:.3f})")
+        return diff <= 1e-4 * max(1.0, scale)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-peft", metavar="LORA_TRAIN", default="")
+    ap.add_argument("--full-configs", action="store_true",
+                    help="only write full_configs_<transformers version>.json (run it under 4.x and 5.x)")
     ap.add_argument("--legacy", action="store_true",
                     help="remake the transformers 4.x fixtures llama/, qwen2/ and dtypes (needs transformers 4.40.2)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.check_peft:
         ok = [check_peft(args.check_peft, arch) for arch in ("llama", "qwen3")]
+        ok.append(check_config_roundtrip(args.check_peft))
         sys.exit(0 if all(ok) else 1)
+    if args.full_configs:
+        import transformers
+        write_full_configs(os.path.join(HERE, f"full_configs_{transformers.__version__}.json"))
+        return
     if args.legacy:
         for arch in ("llama", "qwen2"):
             make_arch(arch)
@@ -306,6 +361,7 @@ def main():
     for name, (model_type, overrides, seed, tokenizer) in CASES.items():
         make_arch(name, config_v5(model_type, overrides), seed, tokenizer)
     make_rope_tables()
+    write_full_configs(os.path.join(HERE, f"full_configs_{transformers.__version__}.json"))
 
 
 if __name__ == "__main__":
