@@ -129,6 +129,11 @@ class CausalLmImpl : public torch::nn::Module {
   Status LoadAdapter(const TensorMap& adapter);
 
   const ModelConfig& config() const { return config_; }
+  // While training with grad enabled, recompute each decoder layer's
+  // activations in the backward pass instead of keeping them
+  // (trainer/checkpointing.h): less memory for long sequences, the same
+  // gradients.
+  void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
   Backbone model{nullptr};
 
  private:
@@ -137,6 +142,7 @@ class CausalLmImpl : public torch::nn::Module {
   ModelConfig config_;
   Projection lm_head_{nullptr};  // null when tied to the embeddings
   torch::Tensor cos_, sin_, mask_;  // caches: [L, head_dim], [L, L]
+  bool gradient_checkpointing_ = false;
 };
 TORCH_MODULE(CausalLm);
 
