@@ -51,8 +51,8 @@ for d in "${nv_libs[@]}"; do link_flags+=" -Wl,-rpath-link,$d -Wl,-rpath,$d"; do
 # NCCL's header from its wheel, not an older one in the CUDA toolkit's
 # include directory: ProcessGroupNCCL.hpp compiles against the version it
 # links (NCCL_VERSION_CODE guards its features).
-cxx_flags=""
-[ -f "$site/nvidia/nccl/include/nccl.h" ] && cxx_flags="-isystem $site/nvidia/nccl/include"
+nccl_include=""
+[ -f "$site/nvidia/nccl/include/nccl.h" ] && nccl_include="$site/nvidia/nccl/include"
 
 # The CUDA toolkit, when it is not on PATH already.
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
@@ -70,7 +70,7 @@ export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-8.0;9.0}"
 # libtorch versions: pin them into the wheel.
 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PREFIX_PATH="$cmake_prefix" \
-  -DCMAKE_CXX_FLAGS="$cxx_flags" \
+  -DCMAKE_CXX_FLAGS="" -DTUNE_NCCL_INCLUDE_DIR="$nccl_include" \
   -DTORCH_LIBRARY="$torch_lib/libtorch.so" \
   -Dc10_LIBRARY="$torch_lib/libc10.so" \
   -DCMAKE_EXE_LINKER_FLAGS="$link_flags" \

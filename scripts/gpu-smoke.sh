@@ -114,7 +114,7 @@ fi
 # --- 4. tune run with one GPU per trial ----------------------------------------
 say "== 4. tune run experiments/default.json with resources_per_worker.gpu 1"
 export PATH="$bin:$PATH"
-TUNE_BUILD_TARGETS="" scripts/make-demo-model.sh
+scripts/make-demo-model.sh --lora-train "$bin/lora_train"
 "$py" - "$root" "$work/gpu.json" <<'PY'
 import json, sys
 root, dest = sys.argv[1], sys.argv[2]

@@ -38,6 +38,9 @@ endif()
 
 add_library(lora_core STATIC
   model_config.cc
+  config_keys.cc
+  rope_config.cc
+  rope.cc
   lora_config.cc
   lr_schedule.cc
   runtime_info.cc
@@ -58,6 +61,12 @@ target_compile_options(lora_core PUBLIC ${TORCH_CXX_FLAGS})
 if(TUNE_TORCH_CUDA)
   # trainer/device.cc (GPU properties) and trainer/distributed.cc (NCCL).
   target_compile_definitions(lora_core PUBLIC TUNE_WITH_CUDA)
+  # The nccl.h of the NCCL libtorch_cuda links (scripts/build-cuda.sh: the
+  # wheel's), ahead of an older one in the CUDA toolkit: ProcessGroupNCCL's
+  # layout depends on the NCCL version its header reports.
+  if(TUNE_NCCL_INCLUDE_DIR)
+    target_include_directories(lora_core SYSTEM BEFORE PUBLIC ${TUNE_NCCL_INCLUDE_DIR})
+  endif()
 endif()
 target_precompile_headers(lora_core PRIVATE <torch/torch.h>)
 
