@@ -48,11 +48,8 @@ int Sh(const std::string& cmd) {
 
 // Removes a test folder when the test ends, passed or failed.
 struct ScopedDir {
-  explicit ScopedDir(const std::string& tag) : path(testing::TempDir(tag)) {}
-  ~ScopedDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
+  explicit ScopedDir(const std::string& tag) : dir(tag), path(dir.path()) {}
+  testing::TempDir dir;  // removed with everything in it
   std::string path;
 };
 
