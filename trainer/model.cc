@@ -4,6 +4,8 @@
 #include <limits>
 #include <set>
 
+#include "trainer/checkpointing.h"
+
 namespace tune {
 namespace {
 
@@ -33,8 +35,13 @@ ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, bool h
 torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = torch::nn::functional::linear(x, weight, bias);
   if (!lora_a_) return y;
-  torch::Tensor h = dropout_ > 0.0 ? torch::dropout(x, dropout_, is_training()) : x;
-  return y + lora_b_(lora_a_(h)) * scaling_;
+  // As PEFT over a bf16 base: the adapter computes in its own fp32 and the
+  // sum returns to the base's dtype.
+  const auto lora_dtype = lora_a_->weight.scalar_type();
+  torch::Tensor h = x.scalar_type() == lora_dtype ? x : x.to(lora_dtype);
+  if (dropout_ > 0.0) h = torch::dropout(h, dropout_, is_training());
+  torch::Tensor out = y + lora_b_(lora_a_(h)) * scaling_;
+  return out.scalar_type() == y.scalar_type() ? out : out.to(y.scalar_type());
 }
 
 void ProjectionImpl::AddLora(int64_t r, double scaling, double dropout) {
@@ -42,8 +49,9 @@ void ProjectionImpl::AddLora(int64_t r, double scaling, double dropout) {
   lora_a_ = register_module("lora_A", torch::nn::Linear(torch::nn::LinearOptions(in, r).bias(false)));
   lora_b_ = register_module("lora_B", torch::nn::Linear(torch::nn::LinearOptions(r, out).bias(false)));
   torch::NoGradGuard no_grad;
-  lora_a_->weight.set_data(torch::empty({r, in}, weight.options()));
-  lora_b_->weight.set_data(torch::zeros({out, r}, weight.options()));
+  const auto fp32 = weight.options().dtype(torch::kFloat32);  // adapters train in fp32 over any base dtype
+  lora_a_->weight.set_data(torch::empty({r, in}, fp32));
+  lora_b_->weight.set_data(torch::zeros({out, r}, fp32));
   torch::nn::init::kaiming_uniform_(lora_a_->weight, std::sqrt(5.0));
   scaling_ = scaling;
   dropout_ = dropout;
@@ -70,21 +78,31 @@ torch::Tensor RotateHalf(const torch::Tensor& x) {
 
 AttentionImpl::AttentionImpl(const ModelConfig& c)
     : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
-  // Qwen2: biases on q/k/v only; Llama's attention_bias: on all four.
-  const bool qkv_bias = c.attention_bias;
-  const bool o_bias = c.model_type == "llama" && c.attention_bias;
+  // Llama / Qwen3 attention_bias: all four; Qwen2: q/k/v only; Mistral: none.
+  const bool qkv_bias = HasQkvBias(c);
+  const bool o_bias = HasOutputBias(c);
   q_proj = register_module("q_proj", Projection(c.hidden_size, heads_ * head_dim_, qkv_bias));
   k_proj = register_module("k_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias));
   v_proj = register_module("v_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias));
   o_proj = register_module("o_proj", Projection(heads_ * head_dim_, c.hidden_size, o_bias));
+  if (HasQkNorm(c)) {
+    q_norm = register_module("q_norm", RmsNorm(head_dim_, c.rms_norm_eps));
+    k_norm = register_module("k_norm", RmsNorm(head_dim_, c.rms_norm_eps));
+  }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                      const torch::Tensor& mask) {
   const int64_t B = x.size(0), T = x.size(1);
   // q: [B, H, T, hd]; k, v: [B, KV, T, hd]
-  torch::Tensor q = q_proj(x).view({B, T, heads_, head_dim_}).transpose(1, 2);
-  torch::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor q = q_proj(x).view({B, T, heads_, head_dim_});
+  torch::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_});
+  if (q_norm) {  // Qwen3: RMSNorm over each head's vector, before RoPE
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = q.transpose(1, 2);
+  k = k.transpose(1, 2);
   torch::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
   q = q * cos + RotateHalf(q) * sin;
   k = k * cos + RotateHalf(k) * sin;
@@ -108,9 +126,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 }
 
 MlpImpl::MlpImpl(const ModelConfig& c) {
-  gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, false));
-  up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, false));
-  down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, false));
+  gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, c.mlp_bias));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
@@ -138,7 +156,7 @@ BackboneImpl::BackboneImpl(const ModelConfig& c) {
 }
 
 // ---------------------------------------------------------------------------
-CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)) {
+CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)), rope_(config_) {
   model = register_module("model", Backbone(config_));
   if (!config_.tie_word_embeddings) {
     lm_head_ = register_module("lm_head", Projection(config_.hidden_size, config_.vocab_size, false));
@@ -146,28 +164,42 @@ CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)) {
   InitWeights();
 }
 
-void CausalLmImpl::EnsureRope(int64_t length, const torch::Device& device) {
-  if (cos_.defined() && cos_.size(0) >= length && cos_.device() == device) return;
+void CausalLmImpl::EnsureMasks(int64_t length, const torch::Device& device) {
+  if (mask_.defined() && mask_.size(0) >= length && mask_.device() == device) return;
   const int64_t L = std::max<int64_t>(length, 64);
-  const int64_t hd = config_.head_dim;
-  // inv_freq[i] = 1 / theta^(2i / hd), in float32 as transformers computes it.
-  torch::Tensor exponent = torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(hd);
-  torch::Tensor inv_freq = 1.0 / torch::pow(config_.rope_theta, exponent);
-  torch::Tensor t = torch::arange(L, torch::kInt64).to(torch::kFloat32);
-  torch::Tensor freqs = torch::outer(t, inv_freq);
-  torch::Tensor emb = torch::cat({freqs, freqs}, -1);  // [L, hd]
-  cos_ = emb.cos().to(device);
-  sin_ = emb.sin().to(device);
-  mask_ = torch::full({L, L}, -std::numeric_limits<float>::infinity()).triu(1).to(device);
+  const float inf = std::numeric_limits<float>::infinity();
+  mask_ = torch::full({L, L}, -inf).triu(1).to(device);
+  sliding_mask_ = torch::Tensor();
+  if (config_.sliding_window > 0) {
+    // transformers' sliding_window_overlay: key k is visible from query q when
+    // q - W < k <= q, i.e. the W latest positions, q itself included.
+    sliding_mask_ = (mask_ + torch::full({L, L}, -inf).tril(-config_.sliding_window).to(device)).contiguous();
+  }
 }
 
 torch::Tensor CausalLmImpl::forward(const torch::Tensor& ids) {
   const int64_t T = ids.size(1);
-  EnsureRope(T, ids.device());
-  torch::Tensor cos = cos_.slice(0, 0, T), sin = sin_.slice(0, 0, T);
+  torch::Tensor cos, sin;
+  rope_.Tables(T, ids.device(), &cos, &sin);
+  EnsureMasks(T, ids.device());
   torch::Tensor mask = mask_.slice(0, 0, T).slice(1, 0, T);
+  torch::Tensor sliding = sliding_mask_.defined() ? sliding_mask_.slice(0, 0, T).slice(1, 0, T) : mask;
   torch::Tensor x = model->embed_tokens(ids);
-  for (const auto& layer : *model->layers) x = layer->as<DecoderLayer>()->forward(x, cos, sin, mask);
+  if (x.scalar_type() != cos.scalar_type()) {  // a bf16 base: RoPE tables and masks in its dtype, as transformers
+    cos = cos.to(x.scalar_type());
+    sin = sin.to(x.scalar_type());
+    mask = mask.to(x.scalar_type());
+    sliding = sliding.to(x.scalar_type());
+  }
+  const bool recompute = gradient_checkpointing_ && is_training() && torch::GradMode::is_enabled();
+  size_t i = 0;
+  for (const auto& layer : *model->layers) {
+    const bool slides = i < config_.layer_sliding.size() && config_.layer_sliding[i];
+    const torch::Tensor& m = slides ? sliding : mask;
+    auto* l = layer->as<DecoderLayer>();
+    x = recompute ? CheckpointedLayer(l, x, cos, sin, m) : l->forward(x, cos, sin, m);
+    ++i;
+  }
   x = model->norm(x);
   const torch::Tensor& head = lm_head_ ? lm_head_->weight : model->embed_tokens->weight;
   return torch::nn::functional::linear(x, head);
