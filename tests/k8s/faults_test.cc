@@ -339,16 +339,19 @@ TEST_CASE("defect 8: a Job lost with the cluster's state gets a truthful reason"
   FakeCluster cluster;
   const std::string exp = "faults-lost";
   KubernetesBackend backend(Fast(cluster.Options()), exp);
-  LaunchSpec s = Shell(exp, 8, "for i in $(seq 1 200); do echo step=$i loss=1; sleep 0.05; done");
+  LaunchSpec s = Shell(exp, 8, "for i in $(seq 1 1200); do echo step=$i loss=1; sleep 0.05; done");
   REQUIRE(backend.Launch(s).ok());
-  for (int i = 0; i < 100; ++i) {
+  RunState state = RunState::kStarting;
+  for (int i = 0; i < 300 && state != RunState::kRunning; ++i) {
     auto st = backend.State(8);
     REQUIRE(st.ok());
-    if (st->state == RunState::kRunning) break;
+    state = st->state;
     backend.WaitForEvent(std::chrono::milliseconds(100));
   }
+  REQUIRE(state == RunState::kRunning);
   cluster.SetFaults(R"({"lose_state": 1})");
   Outcome out = RunToEnd(backend, 8);
+  INFO(out.status.message);
   CHECK(out.status.state == RunState::kFailed);
   CHECK(out.status.message.find("no longer exists") != std::string::npos);
   CHECK(out.status.message.find("lost its state") != std::string::npos);
