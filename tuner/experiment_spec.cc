@@ -336,7 +336,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   TUNE_ASSIGN_OR_RETURN(Json doc, ParseJson(r, text));
   TUNE_ASSIGN_OR_RETURN(ObjectReader top, ObjectReader::Make(r, doc, "", "a JSON object"));
   TUNE_RETURN_IF_ERROR(top.AllowOnly({"name", "objective", "parameters", "search", "scheduler",
-                                      "limits", "trial", "backend", "storage"}));
+                                      "limits", "trial", "backend", "tracking", "storage"}));
   ExperimentSpec spec;
   spec.source_path = path;
   spec.base_dir = BaseDir(path);
@@ -373,6 +373,9 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
     TUNE_RETURN_IF_ERROR(spec_internal::ParseBackend(r, *backend, spec.base_dir, &spec.backend));
   }
   TUNE_RETURN_IF_ERROR(spec_internal::CheckBackendNeeds(r, spec));
+  if (const Json* tracking = top.Find("tracking")) {
+    TUNE_RETURN_IF_ERROR(spec_internal::ParseTracking(r, *tracking, &spec.tracking));
+  }
   TUNE_RETURN_IF_ERROR(ParseStorage(r, top.Find("storage"), &spec.storage_path));
   return spec;
 }
@@ -404,13 +407,15 @@ Result<std::vector<std::string>> CheckResumable(const ExperimentSpec& spec, cons
                             e.what());
   }
   std::vector<std::string> changed;
-  for (const char* key : {"objective", "parameters", "search", "scheduler", "limits", "trial", "backend", "storage"}) {
+  for (const char* key :
+       {"objective", "parameters", "search", "scheduler", "limits", "trial", "backend", "tracking", "storage"}) {
     const Json none;
     const Json& a = stored.contains(key) ? stored[key] : none;
     const Json& b = given.contains(key) ? given[key] : none;
     if (a == b) continue;
     const std::string section = key;
-    if (section == "limits" || section == "trial" || section == "backend" || section == "storage") {
+    if (section == "limits" || section == "trial" || section == "backend" || section == "tracking" ||
+        section == "storage") {
       changed.push_back(section);
       continue;
     }

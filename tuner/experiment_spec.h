@@ -103,6 +103,13 @@ struct BackendSpec {
   KubernetesOptions kubernetes;
 };
 
+// Outside trackers fed with every trial (docs/experiment.md, `tracking`).
+struct TrackingSpec {
+  // TensorBoard event files: unset = off; "" = in each trial's directory;
+  // else <dir>/<experiment>/trial_NNNN (dir relative to the current directory).
+  std::optional<std::string> tensorboard_dir;
+};
+
 struct ExperimentSpec {
   std::string name;
   std::string source_path;  // the experiment.json it came from
@@ -115,6 +122,7 @@ struct ExperimentSpec {
   LimitsSpec limits;
   TrialTemplate trial;
   BackendSpec backend;
+  TrackingSpec tracking;
   std::string storage_path;  // empty: ./tune.db
 };
 
