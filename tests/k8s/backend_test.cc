@@ -23,6 +23,22 @@ namespace fs = boost::filesystem;
 
 const std::string kSynthetic = TUNE_BIN_DIR "/synthetic_trial";
 
+// The trial directories of this test process, under one temporary directory
+// that is removed at exit, also after a failed REQUIRE.
+std::string NewTrialDir() {
+  static const struct Root {
+    std::string path = MakeTempDir("tune_k8s_trial_");
+    ~Root() {
+      boost::system::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } root;
+  static int next = 0;
+  std::string dir = root.path + "/" + std::to_string(next++);
+  fs::create_directories(dir);
+  return dir;
+}
+
 LaunchSpec Synthetic(const std::string& experiment, TrialId id, std::vector<std::string> args) {
   LaunchSpec s;
   s.trial_id = id;
@@ -31,7 +47,7 @@ LaunchSpec Synthetic(const std::string& experiment, TrialId id, std::vector<std:
   s.argv = {kSynthetic};
   s.argv.insert(s.argv.end(), args.begin(), args.end());
   s.env = {{"TUNE_TRIAL_ID", std::to_string(id)}, {"TUNE_EXPERIMENT", experiment}};
-  s.trial_dir = MakeTempDir("tune_k8s_trial_");
+  s.trial_dir = NewTrialDir();
   s.workers = 2;
   s.cpu_per_worker = 0.1;
   return s;
@@ -311,7 +327,7 @@ TEST_CASE("Preflight reports what is missing, once and clearly", "[k8s][backend]
     CHECK(st.message().find("kubectl") != std::string::npos);
   }
   SECTION("no cluster") {
-    std::string dir = MakeTempDir("tune_k8s_nocluster_");
+    std::string dir = NewTrialDir();
     {
       std::ofstream kc(dir + "/kubeconfig");
       // Port 9 (discard) on loopback: nothing listens, the connection is refused.
