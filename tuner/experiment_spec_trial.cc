@@ -223,6 +223,10 @@ Status ParseKubernetes(const ObjectReader& b, KubernetesOptions* k) {
   TUNE_RETURN_IF_ERROR(b.Int("backoff_limit", &k->backoff_limit));
   TUNE_RETURN_IF_ERROR(b.Expect(k->backoff_limit >= 0, "backoff_limit", "an integer of at least 0"));
   TUNE_RETURN_IF_ERROR(b.Seconds("pending_timeout_s", &k->pending_timeout_s));
+  TUNE_RETURN_IF_ERROR(b.Seconds("api_backoff_initial_s", &k->api_backoff_initial_s));
+  TUNE_RETURN_IF_ERROR(b.Seconds("api_backoff_max_s", &k->api_backoff_max_s));
+  TUNE_RETURN_IF_ERROR(b.Seconds("api_call_timeout_s", &k->api_call_timeout_s));
+  TUNE_RETURN_IF_ERROR(b.Seconds("api_deadline_s", &k->api_deadline_s));
   TUNE_RETURN_IF_ERROR(b.String("kubeconfig", &k->kubeconfig));
   if (b.Has("kubeconfig")) {
     TUNE_RETURN_IF_ERROR(b.Expect(!k->kubeconfig.empty(), "kubeconfig", "a file path"));
@@ -305,7 +309,8 @@ Status ParseBackend(const Reader& r, const Json& v, const std::string& base_dir,
   TUNE_RETURN_IF_ERROR(b.AllowOnly(
       {"type", "job_kind", "cpus", "gpus", "namespace", "image", "image_pull_policy", "service_account",
        "node_selector", "tolerations", "volumes", "volume_mounts", "labels", "annotations",
-       "ttl_seconds_after_finished", "backoff_limit", "pending_timeout_s", "kubeconfig",
+       "ttl_seconds_after_finished", "backoff_limit", "pending_timeout_s", "api_backoff_initial_s",
+       "api_backoff_max_s", "api_call_timeout_s", "api_deadline_s", "kubeconfig",
        "context", "kubectl"}));
   TUNE_RETURN_IF_ERROR(b.Enum("type", {"local", "kubernetes"}, &out->type));
   TUNE_RETURN_IF_ERROR(b.Enum("job_kind", {"job", "pytorchjob", "trainjob"}, &out->job_kind));
