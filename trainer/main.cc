@@ -43,6 +43,8 @@ void AddLoopFlags(CLI::App* app, tune::LoopOptions* o) {
                   "removed at the end)");
   app->add_option("--backend", o->backend, "distributed backend: auto | gloo | nccl");
   app->add_option("--dist-timeout", o->dist_timeout_s, "seconds before a silent rank fails the group");
+  app->add_option("--metric-digits", o->metric_digits, "significant digits of printed losses (default 6)")
+      ->check(CLI::Range(1, 17));
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct LoopOptions {
   std::string output;               // default $TUNE_TRIAL_DIR, else ./output
   std::string backend = "auto";     // distributed: auto | gloo | nccl
   int dist_timeout_s = 120;         // a rank that stops answering fails the group
+  int metric_digits = 6;            // significant digits of the printed losses
 };
 
 struct FinetuneOptions {
