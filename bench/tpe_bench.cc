@@ -1,15 +1,19 @@
 // tpe_bench: search quality and sampling cost of RandomSampler, TpeSampler
-// and multivariate TpeSampler on Branin, Hartmann6 and the mixed 6-D LoRA
-// space of issue 3. bench/tpe_optuna.py runs Optuna's TPE on the same
-// functions; results are recorded in bench/RESULTS.md.
+// (univariate, multivariate, and as constructed by default) on the suite of
+// bench/tpe_suite.h; timing on the mixed 6-D LoRA space of issue 3.
+// bench/tpe_optuna.py runs Optuna's TPE on the same functions,
+// bench/tpe_vs_optuna.sh both; results are recorded in bench/RESULTS.md.
 //
 //   tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes 100,1000,10000] [--reps N]
 //             [--only tpe|tpe-multivariate] [--parzen-rules optuna5|optuna3]
+//             [--functions branin,...] [--modes random,tpe,tpe-multivariate,default] [--inflight K]
+//             [--n-ei-candidates N] [--n-startup-trials N] [--gamma F] [--prior-weight W]
 //   tpe_bench probe --history H.jsonl --seeds N [--only tpe-multivariate] --dump P.jsonl
 //   tpe_bench quality --seeds 1 --first-seed S --history-out H.jsonl --history-at N   (a history of tune's own)
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
-// and 100 trials, median and quartiles over the seeds. Timing: CPU time of
+// and 100 trials, median and quartiles over the seeds; with --inflight K,
+// K trials run at once (each new trial sees the K - 1 others running). Timing: CPU time of
 // this thread per suggestion (SampleTrial over the whole space) with a
 // history of n completed random trials on the mixed space; each suggestion
 // then completes and joins the history (n grows by the number timed).
@@ -28,6 +32,7 @@
 
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
+#include "bench/tpe_suite.h"
 
 namespace tune {
 namespace {
@@ -37,92 +42,38 @@ double Num(const ParamValue& v) {
   return static_cast<double>(std::get<int64_t>(v));
 }
 
-FloatDistribution Float(double lo, double hi, bool log = false) {
-  return FloatDistribution{lo, hi, log, std::nullopt};
-}
-
-struct Problem {
-  std::string name;
-  SearchSpace space;
-  std::function<double(const ParamMap&)> f;
-  double optimum;
-};
-
-Problem Branin() {
-  SearchSpace s;
-  s["x1"] = Float(-5, 10);
-  s["x2"] = Float(0, 15);
-  auto f = [](const ParamMap& p) {
-    double x1 = Num(p.at("x1")), x2 = Num(p.at("x2"));
-    const double b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, t = 1 / (8 * M_PI);
-    return std::pow(x2 - b * x1 * x1 + c * x1 - 6, 2) + 10 * (1 - t) * std::cos(x1) + 10;
-  };
-  return {"branin", s, f, 0.397887357729739};
-}
-
-Problem Hartmann6() {
-  SearchSpace s;
-  for (int i = 0; i < 6; ++i) s["x" + std::to_string(i)] = Float(0, 1);
-  auto f = [](const ParamMap& p) {
-    static const double alpha[4] = {1.0, 1.2, 3.0, 3.2};
-    static const double a[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
-                                   {0.05, 10, 17, 0.1, 8, 14},
-                                   {3, 3.5, 1.7, 10, 17, 8},
-                                   {17, 8, 0.05, 10, 0.1, 14}};
-    static const double pm[4][6] = {{0.1312, 0.1696, 0.5569, 0.0124, 0.8283, 0.5886},
-                                    {0.2329, 0.4135, 0.8307, 0.3736, 0.1004, 0.9991},
-                                    {0.2348, 0.1451, 0.3522, 0.2883, 0.3047, 0.6650},
-                                    {0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381}};
-    double x[6];
-    for (int i = 0; i < 6; ++i) x[i] = Num(p.at("x" + std::to_string(i)));
-    double sum = 0;
-    for (int r = 0; r < 4; ++r) {
-      double e = 0;
-      for (int i = 0; i < 6; ++i) e += a[r][i] * std::pow(x[i] - pm[r][i], 2);
-      sum += alpha[r] * std::exp(-e);
-    }
-    return -sum;
-  };
-  return {"hartmann6", s, f, -3.32236801141551};
-}
-
-// The mixed LoRA-like space of issue 3; minimum 0.
-Problem Mixed6() {
-  SearchSpace s;
-  auto str = [](const char* v) { return ParamValue(std::string(v)); };
-  s["optimizer"] = CategoricalDistribution{{str("adam"), str("sgd"), str("adamw")}, false};
-  CategoricalDistribution r;
-  for (int64_t v : {4, 8, 16, 32, 64}) r.choices.push_back(ParamValue(v));
-  s["lora_r"] = r;
-  s["num_layers"] = IntDistribution{1, 8, false, 1};
-  s["lr"] = Float(1e-6, 1e-1, true);
-  s["weight_decay"] = Float(1e-6, 1e-1, true);
-  s["dropout"] = Float(0, 0.5);
-  auto f = [](const ParamMap& p) {
-    std::string opt = std::get<std::string>(p.at("optimizer"));
-    double offset = opt == "adamw" ? 0 : opt == "adam" ? 0.05 : 0.3;
-    double lr_opt = opt == "sgd" ? 1e-2 : 3e-4;
-    double wd_opt = opt == "adamw" ? 1e-2 : opt == "adam" ? 1e-5 : 1e-4;
-    double lr = Num(p.at("lr")), wd = Num(p.at("weight_decay"));
-    return offset + std::pow(std::log10(lr / lr_opt), 2) +
-           0.05 * std::pow(std::log2(Num(p.at("lora_r"))) - 4, 2) +
-           0.03 * std::pow(Num(p.at("num_layers")) - 4, 2) +
-           0.1 * std::pow(std::log10(wd / wd_opt), 2) + 2 * std::pow(Num(p.at("dropout")) - 0.1, 2);
-  };
-  return {"mixed6", s, f, 0.0};
-}
-
 // --parzen-rules (alias --bandwidths): which Optuna release's estimator
 // TpeSampler follows (ParzenRules); the sampler's default is optuna5.
 ParzenRules g_parzen_rules = ParzenRules::kOptuna5;
 
+// Overrides of TpeSamplerOptions for every TPE mode (--n-ei-candidates,
+// --n-startup-trials, --gamma, --prior-weight); unset: the sampler's defaults.
+std::optional<int> g_n_ei_candidates, g_n_startup_trials;
+std::optional<double> g_gamma, g_prior_weight;
+
+// kind: "random", "univariate" (alias "tpe"), "multivariate" (alias
+// "tpe-multivariate") or "default" (TpeSamplerOptions as constructed, i.e.
+// what `tune` runs when the experiment sets nothing).
 std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
   if (kind == "random") return std::make_unique<RandomSampler>(seed);
   TpeSamplerOptions o;
   o.seed = seed;
-  o.multivariate = kind == "tpe-multivariate";
+  if (kind == "tpe" || kind == "univariate") o.multivariate = false;
+  else if (kind == "tpe-multivariate" || kind == "multivariate") o.multivariate = true;
+  else if (kind != "default") std::abort();
   o.parzen_rules = g_parzen_rules;
+  if (g_n_ei_candidates) o.n_ei_candidates = *g_n_ei_candidates;
+  if (g_n_startup_trials) o.n_startup_trials = *g_n_startup_trials;
+  if (g_gamma) o.gamma = *g_gamma;
+  if (g_prior_weight) o.prior_weight = *g_prior_weight;
   return std::make_unique<TpeSampler>(o);
+}
+
+// The dump's name of a kind (tpe_optuna.py writes the same names).
+std::string ModeName(const std::string& kind) {
+  if (kind == "tpe") return "univariate";
+  if (kind == "tpe-multivariate") return "multivariate";
+  return kind;
 }
 
 double ThreadSeconds() {
@@ -147,6 +98,7 @@ std::FILE* g_dump = nullptr;
 // multivariate run after N trials, in the format of probe's --history.
 std::string g_history_out;
 int g_history_at = 0;
+int g_history_seed = 0;  // the first seed
 
 // Parameters as JSON: choice strings, ints and floats as they are.
 nlohmann::json ParamsJson(const ParamMap& p) {
@@ -168,35 +120,57 @@ void WriteHistory(const History& history) {
   std::fclose(f);
 }
 
-void Quality(int first_seed, int seeds, int trials) {
+// One run: `trials` suggestions with up to `inflight` trials running at
+// once (the oldest finishes before a new one starts once `inflight` are
+// running, so inflight 1 is sequential); running trials stay in the history
+// without a value, as the tuner shows them to the sampler. Returns the best
+// value after each trial is finished, in order of finishing.
+std::vector<double> Run(const SuiteProblem& problem, const std::string& kind, int seed, int trials, int inflight) {
+  auto sampler = MakeSampler(kind, seed);
+  History history;
+  history.reserve(trials);
+  std::vector<double> best_after;
+  double best = INFINITY;
+  size_t oldest_running = 0;
+  auto finish_oldest = [&] {
+    Trial& t = history[oldest_running++];
+    t.value = problem.f(t.params);
+    t.state = TrialState::kCompleted;
+    best = std::min(best, *t.value);
+    best_after.push_back(best);
+  };
+  for (int i = 0; i < trials; ++i) {
+    if (static_cast<int>(history.size() - oldest_running) >= inflight) finish_oldest();
+    sampler->Reseed(TrialSeed(seed, i));
+    Trial t;
+    t.number = i;
+    t.id = i + 1;  // storage ids start at 1; id 0 means "no id" (never cached)
+    t.state = TrialState::kRunning;
+    t.params = SampleTrial(*sampler, problem.space, history);
+    history.push_back(std::move(t));
+    if (inflight == 1) finish_oldest();
+    if (!g_history_out.empty() && seed == g_history_seed && ModeName(kind) == "multivariate" &&
+        problem.name == "mixed6" && i + 1 == g_history_at)
+      WriteHistory(history);
+  }
+  while (oldest_running < history.size()) finish_oldest();
+  return best_after;
+}
+
+void Quality(int first_seed, int seeds, int trials, const std::vector<std::string>& functions,
+             const std::vector<std::string>& kinds, int inflight) {
   const std::vector<int> checkpoints = {25, 50, 100};
   std::printf("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] | regret@100 median [q1, q3] |\n");
   std::printf("|---|---|---|---|---|\n");
-  for (const Problem& problem : {Branin(), Hartmann6(), Mixed6()}) {
-    for (const std::string kind : {"random", "tpe", "tpe-multivariate"}) {
+  const std::vector<SuiteProblem> suite = TpeSuite();
+  for (const std::string& fname : functions) {
+    const SuiteProblem& problem = *FindSuiteProblem(suite, fname);
+    for (const std::string& kind : kinds) {
       std::vector<std::vector<double>> regret(checkpoints.size());
       for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
-        auto sampler = MakeSampler(kind, seed);
-        History history;
-        double best = INFINITY;
-        for (int i = 0; i < trials; ++i) {
-          sampler->Reseed(TrialSeed(seed, i));
-          ParamMap p = SampleTrial(*sampler, problem.space, history);
-          double v = problem.f(p);
-          best = std::min(best, v);
-          Trial t;
-          t.number = i;
-          t.id = i + 1;  // storage ids start at 1; id 0 means "no id" (never cached)
-          t.state = TrialState::kCompleted;
-          t.params = std::move(p);
-          t.value = v;
-          history.push_back(std::move(t));
-          if (!g_history_out.empty() && seed == first_seed && kind == "tpe-multivariate" &&
-              problem.name == "mixed6" && i + 1 == g_history_at)
-            WriteHistory(history);
-          for (size_t c = 0; c < checkpoints.size(); ++c)
-            if (i + 1 == checkpoints[c]) regret[c].push_back(best - problem.optimum);
-        }
+        const std::vector<double> best_after = Run(problem, kind, seed, trials, inflight);
+        for (size_t c = 0; c < checkpoints.size(); ++c)
+          if (checkpoints[c] <= trials) regret[c].push_back(best_after[checkpoints[c] - 1] - problem.optimum);
         if (g_dump) {
           std::string at;  // the earlier checkpoints this run reached
           for (size_t c = 0; c < checkpoints.size(); ++c)
@@ -204,14 +178,14 @@ void Quality(int first_seed, int seeds, int trials) {
               at += ", \"regret_" + std::to_string(checkpoints[c]) + "\": " +
                     nlohmann::json(regret[c].back()).dump();
           std::fprintf(g_dump,
-                       "{\"function\": \"%s\", \"mode\": \"%s\", \"seed\": %d, \"trials\": %d, "
-                       "\"regret\": %.17g%s}\n",
-                       problem.name.c_str(),
-                       kind == "random" ? "random" : kind == "tpe" ? "univariate" : "multivariate",
-                       seed, trials, best - problem.optimum, at.c_str());
+                       "{\"function\": \"%s\", \"mode\": \"%s\", \"inflight\": %d, \"seed\": %d, "
+                       "\"trials\": %d, \"regret\": %.17g%s}\n",
+                       problem.name.c_str(), ModeName(kind).c_str(), inflight, seed, trials,
+                       best_after.back() - problem.optimum, at.c_str());
         }
       }
-      std::printf("| %s | %s |", problem.name.c_str(), kind.c_str());
+      std::printf("| %s | %s%s |", problem.name.c_str(), kind.c_str(),
+                  inflight > 1 ? (", " + std::to_string(inflight) + " in flight").c_str() : "");
       for (const auto& r : regret) {
         if (r.empty()) { std::printf(" - |"); continue; }
         std::printf(" %.4g [%.4g, %.4g] |", Quantile(r, 0.5), Quantile(r, 0.25), Quantile(r, 0.75));
@@ -223,7 +197,8 @@ void Quality(int first_seed, int seeds, int trials) {
 }
 
 void Timing(const std::vector<int>& sizes, int reps_override, const std::string& only) {
-  const Problem problem = Mixed6();
+  const std::vector<SuiteProblem> suite = TpeSuite();
+  const SuiteProblem& problem = *FindSuiteProblem(suite, "mixed6");
   std::printf("| sampler | history | ms per suggestion | suggestions timed |\n|---|---|---|---|\n");
   for (const std::string kind : {"tpe", "tpe-multivariate"}) {
     if (!only.empty() && kind != only) continue;
@@ -296,7 +271,8 @@ int Probe(const std::string& history_path, int seeds, const std::string& only) {
     t.value = row["value"].get<double>();
     history.push_back(std::move(t));
   }
-  const Problem problem = Mixed6();
+  const std::vector<SuiteProblem> suite = TpeSuite();
+  const SuiteProblem& problem = *FindSuiteProblem(suite, "mixed6");
   for (const std::string kind : {"tpe", "tpe-multivariate"}) {
     if (!only.empty() && kind != only) continue;
     for (int seed = 0; seed < seeds; ++seed) {
@@ -319,6 +295,19 @@ int main(int argc, char** argv) {
   int seeds = 20, first_seed = 0, trials = 100, reps = 0;
   std::string only;
   std::vector<int> sizes = {100, 1000, 10000};
+  std::vector<std::string> functions, kinds = {"random", "tpe", "tpe-multivariate"};
+  int inflight = 1;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out;
+    for (size_t pos = 0; pos < s.size();) {
+      size_t end = s.find(',', pos);
+      if (end == std::string::npos) end = s.size();
+      if (end > pos) out.push_back(s.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    return out;
+  };
+  for (const tune::SuiteProblem& p : tune::TpeSuite()) functions.push_back(p.name);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "quality") quality = true;
@@ -337,6 +326,35 @@ int main(int argc, char** argv) {
       }
     }
     else if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
+    else if (a == "--functions" && i + 1 < argc) {
+      functions = split(argv[++i]);
+      const auto suite = tune::TpeSuite();
+      for (const std::string& f : functions)
+        if (!tune::FindSuiteProblem(suite, f)) {
+          std::fprintf(stderr, "--functions: no problem '%s' in the suite (bench/tpe_suite.h)\n", f.c_str());
+          return 2;
+        }
+    }
+    else if (a == "--modes" && i + 1 < argc) {
+      kinds = split(argv[++i]);
+      for (const std::string& k : kinds)
+        if (k != "random" && k != "tpe" && k != "univariate" && k != "tpe-multivariate" && k != "multivariate" &&
+            k != "default") {
+          std::fprintf(stderr, "--modes: expected random, univariate, multivariate or default, got '%s'\n", k.c_str());
+          return 2;
+        }
+    }
+    else if (a == "--inflight" && i + 1 < argc) {
+      inflight = std::atoi(argv[++i]);
+      if (inflight < 1) {
+        std::fprintf(stderr, "--inflight: expected an integer >= 1\n");
+        return 2;
+      }
+    }
+    else if (a == "--n-ei-candidates" && i + 1 < argc) tune::g_n_ei_candidates = std::atoi(argv[++i]);
+    else if (a == "--n-startup-trials" && i + 1 < argc) tune::g_n_startup_trials = std::atoi(argv[++i]);
+    else if (a == "--gamma" && i + 1 < argc) tune::g_gamma = std::atof(argv[++i]);
+    else if (a == "--prior-weight" && i + 1 < argc) tune::g_prior_weight = std::atof(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if ((a == "--parzen-rules" || a == "--bandwidths") && i + 1 < argc) {
@@ -357,7 +375,7 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [probe --history FILE] [--history-out FILE --history-at N] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [probe --history FILE] [--history-out FILE --history-at N] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--functions a,b] [--modes random,univariate,multivariate,default] [--inflight K] [--n-ei-candidates N] [--n-startup-trials N] [--gamma F] [--prior-weight W] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
       return 2;
     }
   }
@@ -369,7 +387,8 @@ int main(int argc, char** argv) {
   if (!quality && !timing) quality = timing = true;
   std::printf("parzen rules: %s\n\n",
               tune::g_parzen_rules == tune::ParzenRules::kOptuna5 ? "optuna5" : "optuna3");
-  if (quality) tune::Quality(first_seed, seeds, trials);
+  tune::g_history_seed = first_seed;
+  if (quality) tune::Quality(first_seed, seeds, trials, functions, kinds, inflight);
   if (tune::g_dump) std::fclose(tune::g_dump);
   if (timing) tune::Timing(sizes, reps, only);
   return 0;

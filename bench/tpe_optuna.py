@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Optuna's TPESampler on the functions of tpe_bench.cc, side by side.
 
-Same objectives, same budgets, same statistics as `tpe_bench`: simple regret
-after 25/50/100 trials (median and quartiles over the seeds) for Optuna's TPE
-(univariate and multivariate, default settings), and CPU time per suggestion
+Same objectives (bench/tpe_suite.py), same budgets, same statistics as
+`tpe_bench`: simple regret after 25/50/100 trials (median and quartiles over
+the seeds) for Optuna's TPE (univariate, multivariate, or TPESampler() as
+released: --modes default), optionally with --inflight K trials running at
+once (ask/tell with K open trials), and CPU time per suggestion
 (thread time of ask() plus the six suggest calls) with a history of n
 completed random trials on the mixed 6-D space.
 
   python3 bench/tpe_optuna.py [quality] [timing] [--seeds 20] [--sizes 100,1000]
                               [--functions branin,hartmann6,mixed6] [--normalized-kernels]
+                              [--modes univariate,multivariate,default] [--inflight K] [--dump F]
   python3 bench/tpe_optuna.py probe --history H.jsonl [--make-history 30] --seeds 4000
                               --modes multivariate --dump P.jsonl
 
@@ -32,35 +35,11 @@ import warnings
 
 import numpy as np
 import optuna
+import tpe_suite
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 warnings.filterwarnings("ignore")
-
-
-def branin(t):
-    x1 = t.suggest_float("x1", -5, 10)
-    x2 = t.suggest_float("x2", 0, 15)
-    b, c, s = 5.1 / (4 * math.pi ** 2), 5 / math.pi, 1 / (8 * math.pi)
-    return (x2 - b * x1 * x1 + c * x1 - 6) ** 2 + 10 * (1 - s) * math.cos(x1) + 10
-
-
-ALPHA = [1.0, 1.2, 3.0, 3.2]
-A = [[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8],
-     [17, 8, 0.05, 10, 0.1, 14]]
-P = [[0.1312, 0.1696, 0.5569, 0.0124, 0.8283, 0.5886],
-     [0.2329, 0.4135, 0.8307, 0.3736, 0.1004, 0.9991],
-     [0.2348, 0.1451, 0.3522, 0.2883, 0.3047, 0.6650],
-     [0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381]]
-
-
-def hartmann6(t):
-    x = [t.suggest_float("x%d" % i, 0, 1) for i in range(6)]
-    total = 0.0
-    for r in range(4):
-        e = sum(A[r][i] * (x[i] - P[r][i]) ** 2 for i in range(6))
-        total += ALPHA[r] * math.exp(-e)
-    return -total
 
 
 MIXED_SPACE = {
@@ -74,13 +53,7 @@ MIXED_SPACE = {
 
 
 def mixed_value(p):
-    opt = p["optimizer"]
-    offset = {"adamw": 0.0, "adam": 0.05, "sgd": 0.3}[opt]
-    lr_opt = 1e-2 if opt == "sgd" else 3e-4
-    wd_opt = {"adamw": 1e-2, "adam": 1e-5, "sgd": 1e-4}[opt]
-    return (offset + math.log10(p["lr"] / lr_opt) ** 2 + 0.05 * (math.log2(p["lora_r"]) - 4) ** 2
-            + 0.03 * (p["num_layers"] - 4) ** 2 + 0.1 * math.log10(p["weight_decay"] / wd_opt) ** 2
-            + 2 * (p["dropout"] - 0.1) ** 2)
+    return tpe_suite.mixed6(p)
 
 
 def suggest_mixed(t):
@@ -97,42 +70,75 @@ def suggest_mixed(t):
     return p
 
 
-def mixed6(t):
-    return mixed_value(suggest_mixed(t))
+def objective(space, f):
+    """f over `space`, suggesting in name order as tune's SearchSpace holds it."""
+    names = sorted(space)
+
+    def suggest(trial, name):
+        d = space[name]
+        if d[0] == "cat":
+            return trial.suggest_categorical(name, d[1])
+        if d[0] == "int":
+            return trial.suggest_int(name, d[1], d[2], log=d[3])
+        return trial.suggest_float(name, d[1], d[2], log=d[3])
+
+    def run(trial):
+        return f({name: suggest(trial, name) for name in names})
+    return run
 
 
-PROBLEMS = [("branin", branin, 0.397887357729739), ("hartmann6", hartmann6, -3.32236801141551),
-            ("mixed6", mixed6, 0.0)]
+def make_sampler(mode, seed):
+    """mode: univariate, multivariate, or default (TPESampler() as released)."""
+    if mode == "default":
+        return optuna.samplers.TPESampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed, multivariate=(mode == "multivariate"))
+
+
+def run_study(f, mode, seed, trials, inflight):
+    """One run; up to `inflight` trials asked and not yet told (the oldest is
+    told before a new one is asked once `inflight` are open), as that many
+    workers on one study whose trials take equal time. Returns the best
+    value after each trial is told, in order of telling."""
+    study = optuna.create_study(sampler=make_sampler(mode, seed))
+    running = []
+    best, best_after = math.inf, []
+
+    def finish_oldest():
+        nonlocal best
+        tr, v = running.pop(0)
+        study.tell(tr, v)
+        best = min(best, v)
+        best_after.append(best)
+
+    for _ in range(trials):
+        if len(running) >= inflight:
+            finish_oldest()
+        tr = study.ask()
+        running.append((tr, f(tr)))
+    while running:
+        finish_oldest()
+    return best_after
 
 
 def quality(seeds, trials, functions=None, modes=("univariate", "multivariate"), first_seed=0,
-            dump=None):
+            dump=None, inflight=1):
     print("| function | sampler | regret@25 median [q1, q3] | regret@50 median [q1, q3] "
           "| regret@100 median [q1, q3] |")
     print("|---|---|---|---|---|")
-    for name, f, optimum in PROBLEMS:
+    for name, space, fn, optimum in tpe_suite.SUITE:
         if functions and name not in functions:
             continue
-        for kind in ("optuna-tpe", "optuna-tpe-multivariate"):
-            if ("multivariate" if kind.endswith("multivariate") else "univariate") not in modes:
-                continue
+        f = objective(space, fn)
+        for mode in modes:
             regrets = {25: [], 50: [], 100: []}
             for seed in range(first_seed, first_seed + seeds):
-                sampler = optuna.samplers.TPESampler(seed=seed,
-                                                     multivariate=kind.endswith("multivariate"))
-                study = optuna.create_study(sampler=sampler)
-                best = math.inf
-                for i in range(trials):
-                    tr = study.ask()
-                    v = f(tr)
-                    study.tell(tr, v)
-                    best = min(best, v)
-                    if i + 1 in regrets:
-                        regrets[i + 1].append(best - optimum)
+                best_after = run_study(f, mode, seed, trials, inflight)
+                for k in regrets:
+                    if k <= trials:
+                        regrets[k].append(best_after[k - 1] - optimum)
                 if dump:
-                    line = {"function": name, "seed": seed, "trials": trials,
-                            "mode": "multivariate" if kind.endswith("multivariate")
-                            else "univariate", "regret": best - optimum}
+                    line = {"function": name, "mode": mode, "inflight": inflight, "seed": seed,
+                            "trials": trials, "regret": best_after[-1] - optimum}
                     for k in (25, 50):
                         if k < trials:
                             line["regret_%d" % k] = regrets[k][-1]
@@ -146,7 +152,8 @@ def quality(seeds, trials, functions=None, modes=("univariate", "multivariate"),
                     continue
                 cells.append("%.4g [%.4g, %.4g]" % (np.median(r), np.quantile(r, 0.25),
                                                     np.quantile(r, 0.75)))
-            print("| %s | %s | %s |" % (name, kind, " | ".join(cells)), flush=True)
+            label = "optuna-" + mode + (", %d in flight" % inflight if inflight > 1 else "")
+            print("| %s | %s | %s |" % (name, label, " | ".join(cells)), flush=True)
 
 
 def timing(sizes):
@@ -230,8 +237,12 @@ def main():
     ap.add_argument("--sizes", default="100,1000")
     ap.add_argument("--normalized-kernels", action="store_true")
     ap.add_argument("--functions", default="", help="comma-separated subset, e.g. mixed6")
-    ap.add_argument("--modes", default="univariate,multivariate", help="comma-separated subset")
+    ap.add_argument("--modes", default="univariate,multivariate",
+                    help="comma-separated: univariate, multivariate, default (TPESampler())")
+    ap.add_argument("--inflight", type=int, default=1,
+                    help="trials asked and not yet told at once (workers on one study)")
     ap.add_argument("--dump", help="write one JSON line per run (bench/compare_regrets.py)")
+    ap.add_argument("--append", action="store_true", help="append to --dump instead of replacing it")
     ap.add_argument("--history", help="probe: the mixed6 history (JSON lines)")
     ap.add_argument("--make-history", type=int, default=0,
                     help="probe: first write this many random trials to --history")
@@ -259,9 +270,9 @@ def main():
     print("optuna", optuna.__version__, "(continuous kernels %s)" %
           ("normalised" if normalized else "unnormalised"))
     if "quality" in args.what:
-        dump = open(args.dump, "w") if args.dump else None
+        dump = open(args.dump, "a" if args.append else "w") if args.dump else None
         quality(args.seeds, args.trials, [f for f in args.functions.split(",") if f],
-                [m for m in args.modes.split(",") if m], args.first_seed, dump)
+                [m for m in args.modes.split(",") if m], args.first_seed, dump, args.inflight)
         if dump:
             dump.close()
     if "timing" in args.what:

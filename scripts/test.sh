@@ -6,3 +6,7 @@ scripts/install-deps.sh
 scripts/build.sh
 cd build
 ctest --output-on-failure -j "${TUNE_TEST_JOBS:-2}" --timeout 900
+cd ..
+# Every parser's libFuzzer target for a short fixed time, from the committed
+# seeds (longer runs: scripts/fuzz.sh SECONDS).
+scripts/fuzz.sh "${TUNE_FUZZ_SECONDS:-20}"

@@ -37,5 +37,8 @@ int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int ImportanceCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int RenderCommand(const std::string& path, int trial_number, std::ostream& out, std::ostream& err);
+// `tune import katib FILE [-o OUT]`: experiment.json on `out`, or in
+// `out_path` when given; each field not carried over as a line on `err`.
+int ImportKatibCommand(const std::string& path, const std::string& out_path, std::ostream& out, std::ostream& err);
 
 }  // namespace tune

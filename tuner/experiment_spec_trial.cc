@@ -303,11 +303,16 @@ Status ParseBackend(const Reader& r, const Json& v, const std::string& base_dir,
   // Local and Kubernetes options may stand side by side, so that
   // `tune run --backend` can switch between them.
   TUNE_RETURN_IF_ERROR(b.AllowOnly(
-      {"type", "cpus", "gpus", "namespace", "image", "image_pull_policy", "service_account",
+      {"type", "job_kind", "cpus", "gpus", "namespace", "image", "image_pull_policy", "service_account",
        "node_selector", "tolerations", "volumes", "volume_mounts", "labels", "annotations",
        "ttl_seconds_after_finished", "backoff_limit", "pending_timeout_s", "kubeconfig",
        "context", "kubectl"}));
   TUNE_RETURN_IF_ERROR(b.Enum("type", {"local", "kubernetes"}, &out->type));
+  TUNE_RETURN_IF_ERROR(b.Enum("job_kind", {"job", "pytorchjob", "trainjob"}, &out->job_kind));
+  if (out->job_kind != "job") {
+    return Status::InvalidArgument(r.file() + ": " + b.PathOf("job_kind") + ": \"" + out->job_kind +
+                                   "\" is not implemented yet (every trial runs as a batch/v1 Indexed Job: \"job\")");
+  }
   TUNE_RETURN_IF_ERROR(b.Double("cpus", &out->total_cpus));
   TUNE_RETURN_IF_ERROR(b.Expect(!b.Has("cpus") || out->total_cpus > 0, "cpus",
                                 "a number of CPU slots above 0 (leave the key out for all cores)"));

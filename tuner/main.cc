@@ -103,6 +103,13 @@ int main(int argc, char** argv) {
   render_cmd->add_option("experiment", render_path, "experiment.json")->required();
   render_cmd->add_option("--trial", render_trial, "Trial number (its parameters are sampled as tune run would)");
 
+  std::string import_path, import_out;
+  auto* import_cmd = app.add_subcommand("import", "Convert another tuner's experiment into an experiment.json");
+  import_cmd->require_subcommand(1);
+  auto* katib_cmd = import_cmd->add_subcommand("katib", "A Katib Experiment (kubeflow.org/v1beta1 YAML)");
+  katib_cmd->add_option("experiment", import_path, "EXPERIMENT.yaml")->required();
+  katib_cmd->add_option("-o,--output", import_out, "Write experiment.json here (default: stdout)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -113,7 +120,7 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
-      what = std::string("unknown command '") + argv[1] + "' (expected run, validate, best, trials, importance, status or render)";
+      what = std::string("unknown command '") + argv[1] + "' (expected run, validate, best, trials, importance, status, render or import)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -141,5 +148,6 @@ int main(int argc, char** argv) {
   if (*status_cmd) return tune::StatusCommand(query, std::cout, std::cerr);
   if (*importance_cmd) return tune::ImportanceCommand(query, std::cout, std::cerr);
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
+  if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
   return 2;
 }

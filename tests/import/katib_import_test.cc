@@ -1,0 +1,349 @@
+// `tune import katib`: Katib's own example experiments (tests/import/katib/)
+// and small documents for each rule of the mapping. Every converted
+// experiment is checked by the real spec parser, as `tune validate` reads it.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "tuner/experiment_spec.h"
+#include "tuner/import/katib_import.h"
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Fixture(const std::string& name) {
+  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/tests/import/katib/" + name);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Converted {
+  Json json;
+  std::vector<std::string> notes;
+};
+
+// Imports `yaml`, requires success, and requires that the spec parser
+// accepts the result (unless `must_parse` is false).
+Converted Import(const std::string& yaml, const std::string& name = "exp.yaml", bool must_parse = true) {
+  auto r = tune::ImportKatibExperiment(yaml, name);
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  if (must_parse) {
+    auto spec = tune::ParseExperimentSpec(r->experiment_json, "experiment.json");
+    INFO(r->experiment_json);
+    INFO(spec.status().message());
+    REQUIRE(spec.ok());
+  }
+  return {Json::parse(r->experiment_json), r->notes};
+}
+
+std::string ImportError(const std::string& yaml, const std::string& name = "exp.yaml") {
+  auto r = tune::ImportKatibExperiment(yaml, name);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().IsInvalidArgument());
+  CHECK(r.status().message().find('\n') == std::string::npos);
+  return r.status().message();
+}
+
+bool HasNote(const Converted& c, const std::string& prefix) {
+  for (const auto& n : c.notes) {
+    if (n.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// A minimal Experiment with a Job trial; `params`, `extra_spec` and
+// `container_extra` are spliced in as YAML (indented as their place needs).
+std::string Doc(const std::string& params, const std::string& extra_spec = "",
+                const std::string& container_extra = "", const std::string& algorithm = "random") {
+  return "apiVersion: kubeflow.org/v1beta1\n"
+         "kind: Experiment\n"
+         "metadata:\n"
+         "  name: small\n"
+         "spec:\n"
+         "  objective:\n"
+         "    type: maximize\n"
+         "    objectiveMetricName: accuracy\n"
+         "  algorithm:\n"
+         "    algorithmName: " + algorithm + "\n"
+         "  maxTrialCount: 6\n" +
+         extra_spec +
+         "  parameters:\n" + params +
+         "  trialTemplate:\n"
+         "    primaryContainerName: main\n"
+         "    trialParameters:\n"
+         "      - name: x\n"
+         "        reference: x\n"
+         "    trialSpec:\n"
+         "      apiVersion: batch/v1\n"
+         "      kind: Job\n"
+         "      spec:\n"
+         "        template:\n"
+         "          spec:\n"
+         "            containers:\n"
+         "              - name: main\n"
+         "                image: example.org/train:1\n"
+         "                command: [\"train\", \"--x=${trialParameters.x}\"]\n" +
+         container_extra;
+}
+
+const std::string kX =
+    "    - name: x\n"
+    "      parameterType: double\n"
+    "      feasibleSpace: {min: \"0.1\", max: \"0.9\"}\n";
+
+}  // namespace
+
+TEST_CASE("import katib: random.yaml maps field by field", "[import][katib]") {
+  Converted c = Import(Fixture("random.yaml"), "random.yaml");
+  const Json& j = c.json;
+  CHECK(j["name"] == "random");
+  CHECK(j["objective"] == Json::parse(R"({"metric": "loss", "mode": "min", "goal": 0.001, "scope": "best"})"));
+  CHECK(j["parameters"]["lr"] == Json::parse(R"({"type": "uniform", "low": 0.01, "high": 0.05})"));
+  CHECK(j["parameters"]["momentum"] == Json::parse(R"({"type": "uniform", "low": 0.5, "high": 0.9})"));
+  CHECK(j["search"] == Json::parse(R"({"algorithm": "random"})"));
+  // Katib fails on more than maxFailedTrialCount (3) failures, tune on 4.
+  CHECK(j["limits"] == Json::parse(R"({"max_trials": 12, "max_concurrent_trials": 3, "max_failed_trials": 4})"));
+  CHECK(j["trial"]["command"] == Json::parse(R"(["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1",
+      "--batch-size=16", "--lr=${lr}", "--momentum=${momentum}"])"));
+  CHECK(j["trial"]["resources_per_worker"] == Json::parse(R"({"cpu": 0.5, "memory": "1Gi"})"));
+  CHECK(j["backend"] == Json::parse(R"({"type": "kubernetes", "job_kind": "job", "namespace": "kubeflow",
+      "image": "ghcr.io/kubeflow/katib/pytorch-mnist-cpu:latest"})"));
+  CHECK_FALSE(j.contains("scheduler"));
+  // Nothing dropped silently.
+  CHECK(HasNote(c, "spec.trialTemplate.trialSpec.spec.template.spec.restartPolicy: not carried over"));
+  CHECK(HasNote(c, "spec.trialTemplate.trialSpec.spec.template.spec.containers[0].resources.limits.cpu: "
+                   "carried over as the CPU request"));
+}
+
+TEST_CASE("import katib: tpe, multivariate-tpe and grid examples", "[import][katib]") {
+  CHECK(Import(Fixture("tpe.yaml")).json["search"] == Json::parse(R"({"algorithm": "tpe"})"));
+  CHECK(Import(Fixture("multivariate-tpe.yaml")).json["search"] ==
+        Json::parse(R"({"algorithm": "tpe", "multivariate": true})"));
+  Converted grid = Import(Fixture("grid.yaml"));
+  CHECK(grid.json["search"] == Json::parse(R"({"algorithm": "grid"})"));
+  CHECK(grid.json["parameters"]["lr"] == Json::parse(R"({"type": "quniform", "low": 0.01, "high": 0.05, "q": 0.005})"));
+  CHECK(grid.json["parameters"]["momentum"] == Json::parse(R"({"type": "quniform", "low": 0.5, "high": 0.9, "q": 0.1})"));
+}
+
+TEST_CASE("import katib: optuna-distribution.yaml's log and integer forms", "[import][katib]") {
+  const Json p = Import(Fixture("optuna-distribution.yaml")).json["parameters"];
+  CHECK(p["lr"] == Json::parse(R"({"type": "quniform", "low": 1.0, "high": 5.0, "q": 0.1})"));
+  CHECK(p["momentum"] == Json::parse(R"({"type": "loguniform", "low": 0.001, "high": 3.0})"));
+  // Katib's max is inclusive, randint's high is not.
+  CHECK(p["epochs"] == Json::parse(R"({"type": "randint", "low": 1, "high": 4})"));
+  CHECK(p["batch_size"] == Json::parse(R"({"type": "lograndint", "low": 32, "high": 65})"));
+}
+
+TEST_CASE("import katib: median-stop.yaml becomes the median stopping rule", "[import][katib]") {
+  Converted c = Import(Fixture("median-stop.yaml"));
+  CHECK(c.json["scheduler"] == Json::parse(R"({"type": "median", "grace_period": 2, "min_samples_required": 1})"));
+  CHECK(c.json["limits"]["max_concurrent_trials"] == 2);
+  CHECK(HasNote(c, "spec.trialTemplate.retain: not carried over"));
+}
+
+TEST_CASE("import katib: pytorchjob-mnist.yaml becomes a 2-worker pytorchjob experiment", "[import][katib]") {
+  // backend.job_kind "pytorchjob" is read by the spec parser but not yet
+  // run: the conversion is checked here, the refusal below.
+  Converted c = Import(Fixture("pytorchjob-mnist.yaml"), "pytorchjob-mnist.yaml", /*must_parse=*/false);
+  CHECK(c.json["backend"]["job_kind"] == "pytorchjob");
+  CHECK(c.json["trial"]["workers"] == 2);
+  CHECK(c.json["trial"]["command"].back() == "--momentum=${momentum}");
+  CHECK(HasNote(c, "spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecs.Master.restartPolicy: not carried over"));
+  // The Worker's template is the Master's: nothing to say about it.
+  CHECK_FALSE(HasNote(c, "spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecs.Worker.template"));
+  auto spec = tune::ParseExperimentSpec(c.json.dump(), "mnist.json");
+  REQUIRE_FALSE(spec.ok());
+  CHECK(spec.status().message() ==
+        "mnist.json: backend.job_kind: \"pytorchjob\" is not implemented yet (every trial runs as a batch/v1 "
+        "Indexed Job: \"job\")");
+}
+
+TEST_CASE("import katib: algorithms tune does not have are errors naming what it offers", "[import][katib]") {
+  struct Case {
+    const char* file;
+    const char* name;
+    const char* instead;
+  };
+  for (const Case& k : {Case{"bayesian-optimization.yaml", "bayesianoptimization", "tpe"},
+                        Case{"cma-es.yaml", "cmaes", "multivariate-tpe"},
+                        Case{"hyperband.yaml", "hyperband", "ASHA scheduler"},
+                        Case{"simple-pbt.yaml", "pbt", "no population based training"},
+                        Case{"sobol.yaml", "sobol", "random"}}) {
+    INFO(k.file);
+    std::string msg = ImportError(Fixture(k.file), k.file);
+    CHECK(msg.rfind(std::string(k.file) + ": line ", 0) == 0);
+    CHECK(msg.find("spec.algorithm.algorithmName: expected random, tpe, multivariate-tpe or grid") != std::string::npos);
+    CHECK(msg.find(std::string("got \"") + k.name + "\"") != std::string::npos);
+    CHECK(msg.find(k.instead) != std::string::npos);
+  }
+}
+
+TEST_CASE("import katib: integer ranges, steps and lists", "[import][katib]") {
+  const Json p = Import(Doc(kX +
+                            "    - name: n\n      parameterType: int\n      feasibleSpace: {min: \"1\", max: \"3\"}\n"
+                            "    - name: k\n      parameterType: int\n      feasibleSpace: {min: 2, max: 10, step: 4}\n"
+                            "    - name: d\n      parameterType: discrete\n      feasibleSpace: {list: [\"16\", \"32\", \"0.5\"]}\n"
+                            "    - name: opt\n      parameterType: categorical\n      feasibleSpace: {list: [sgd, adam]}\n"
+                            "    - name: w\n      parameterType: double\n      feasibleSpace: {min: 0.001, max: 1, step: 0.001, distribution: logUniform}\n"))
+                     .json["parameters"];
+  CHECK(p["n"] == Json::parse(R"({"type": "randint", "low": 1, "high": 4})"));
+  // qrandint's high is inclusive, as Katib's max.
+  CHECK(p["k"] == Json::parse(R"({"type": "qrandint", "low": 2, "high": 10, "q": 4})"));
+  CHECK(p["d"] == Json::parse(R"({"type": "choice", "values": [16, 32, 0.5]})"));
+  CHECK(p["opt"] == Json::parse(R"({"type": "choice", "values": ["sgd", "adam"]})"));
+  CHECK(p["w"] == Json::parse(R"({"type": "qloguniform", "low": 0.001, "high": 1.0, "q": 0.001})"));
+}
+
+TEST_CASE("import katib: normal and logNormal name the parameter", "[import][katib]") {
+  std::string msg = ImportError(Doc("    - name: lr\n      parameterType: double\n"
+                                    "      feasibleSpace: {min: \"0.1\", max: \"0.9\", distribution: normal}\n"));
+  CHECK(msg == "exp.yaml: line 15: spec.parameters[0].feasibleSpace.distribution: expected uniform or logUniform "
+               "for parameter \"lr\" (tune has no normal distribution; use logUniform or uniform bounds instead), "
+               "got \"normal\"");
+  CHECK(ImportError(Doc("    - name: x\n      parameterType: double\n"
+                        "      feasibleSpace: {min: 1, max: 2, distribution: logNormal}\n"))
+            .find("parameter \"x\" (tune has no logNormal distribution") != std::string::npos);
+}
+
+TEST_CASE("import katib: malformed YAML names the line", "[import][katib]") {
+  std::string msg = ImportError("apiVersion: kubeflow.org/v1beta1\nkind: Experiment\nmetadata:\n  name: [a, b\n", "bad.yaml");
+  CHECK(msg.rfind("bad.yaml: line ", 0) == 0);
+  CHECK(msg.find("expected valid YAML") != std::string::npos);
+  CHECK(ImportError("- a\n- b\n") == "exp.yaml: line 1: the document: expected a map, got a list");
+  CHECK(ImportError("apiVersion: kubeflow.org/v1\nkind: Experiment\n") ==
+        "exp.yaml: line 1: apiVersion: expected kubeflow.org/v1beta1, got \"kubeflow.org/v1\"");
+}
+
+TEST_CASE("import katib: objective strategies become the scope where they map", "[import][katib]") {
+  auto with = [](const std::string& strategies) {
+    return "    metricStrategies:\n" + strategies;
+  };
+  auto doc = [&](const std::string& strategies) {
+    std::string d = Doc(kX);
+    std::string anchor = "    objectiveMetricName: accuracy\n";
+    return d.replace(d.find(anchor), anchor.size(), anchor + with(strategies));
+  };
+  CHECK(Import(doc("      - {name: accuracy, value: latest}\n")).json["objective"]["scope"] == "last");
+  CHECK(Import(doc("      - {name: accuracy, value: max}\n")).json["objective"]["scope"] == "best");
+  Converted opposite = Import(doc("      - {name: accuracy, value: min}\n      - {name: loss, value: latest}\n"));
+  CHECK(opposite.json["objective"]["scope"] == "best");
+  CHECK(HasNote(opposite, "spec.objective.metricStrategies[0]: not carried over"));
+  CHECK(HasNote(opposite, "spec.objective.metricStrategies[1]: not carried over"));
+}
+
+TEST_CASE("import katib: settings, limits and trial parameters", "[import][katib]") {
+  std::string settings =
+      "  maxFailedTrialCount: 0\n"
+      "  parallelTrialCount: 2\n";
+  std::string d = Doc(kX + "    - name: num-epochs\n      parameterType: int\n      feasibleSpace: {min: 1, max: 5}\n",
+                      settings, "", "multivariate-tpe\n    algorithmSettings:\n      - {name: random_state, value: \"10\"}\n"
+                                    "      - {name: n_startup_trials, value: \"5\"}");
+  // num-epochs: a parameter named by a trial parameter under another name.
+  d.replace(d.find("      - name: x\n        reference: x\n"), 0,
+            "      - name: epochs\n        reference: num-epochs\n      - name: trial\n        reference: ${trialSpec.Name}\n");
+  d.replace(d.find("\"--x=${trialParameters.x}\"]"), std::string("\"--x=${trialParameters.x}\"]").size(),
+            "\"--x=${trialParameters.x}\", \"--epochs=${trialParameters.epochs}\", \"--run=${trialParameters.trial}\"]");
+  Converted c = Import(d);
+  CHECK(c.json["search"] == Json::parse(R"({"algorithm": "tpe", "seed": 10, "n_startup_trials": 5, "multivariate": true})"));
+  CHECK(c.json["limits"] == Json::parse(R"({"max_trials": 6, "max_concurrent_trials": 2, "max_failed_trials": 1})"));
+  CHECK(c.json["parameters"].contains("num_epochs"));
+  CHECK(HasNote(c, "spec.parameters[1].name: \"num-epochs\" is parameter \"num_epochs\""));
+  CHECK(c.json["trial"]["command"] ==
+        Json::parse(R"(["train", "--x=${x}", "--epochs=${num_epochs}", "--run=${experiment}-${trial_id}"])"));
+
+  std::string unknown = Doc(kX);
+  unknown.replace(unknown.find("${trialParameters.x}"), 20, "${trialParameters.y}");
+  CHECK(ImportError(unknown).find("spec.trialTemplate.trialSpec.spec.template.spec.containers[0].command[1]: expected "
+                                  "${trialParameters.<name>} to name one of trialTemplate.trialParameters (x), got "
+                                  "\"--x=${trialParameters.y}\"") != std::string::npos);
+  CHECK(ImportError(Doc(kX, "", "", "tpe\n    algorithmSettings:\n      - {name: gamma, value: \"0.1\"}"))
+            .find("expected a setting of tpe (random_state, n_startup_trials or n_ei_candidates), got \"gamma\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("import katib: container env, resources and every field left behind", "[import][katib]") {
+  std::string container =
+      "                args: [\"--fast\"]\n"
+      "                workingDir: /src\n"
+      "                env:\n"
+      "                  - {name: LR_COPY, value: \"${trialParameters.x}\"}\n"
+      "                  - name: TOKEN\n"
+      "                    valueFrom: {secretKeyRef: {name: s, key: k}}\n"
+      "                  - {name: RANK, value: \"3\"}\n"
+      "                resources:\n"
+      "                  requests: {cpu: 500m, memory: 2Gi, nvidia.com/gpu: 1, ephemeral-storage: 1Gi}\n"
+      "                  limits: {memory: 4Gi}\n"
+      "            tolerations:\n"
+      "              - {key: gpu, operator: Exists, effect: NoSchedule, tolerationSeconds: 30}\n"
+      "            serviceAccountName: trainer\n";
+  std::string extra =
+      "  resumePolicy: LongRunning\n"
+      "  metricsCollectorSpec:\n"
+      "    collector:\n"
+      "      kind: File\n"
+      "    source:\n"
+      "      fileSystemPath: {path: /var/log/m.log, kind: File}\n";
+  Converted c = Import(Doc(kX, extra, container));
+  const Json& t = c.json["trial"];
+  CHECK(t["command"] == Json::parse(R"(["train", "--x=${x}", "--fast"])"));
+  CHECK(t["env"] == Json::parse(R"({"LR_COPY": "${x}"})"));
+  CHECK(t["resources_per_worker"] == Json::parse(R"({"cpu": 0.5, "gpu": 1, "memory": "2Gi"})"));
+  CHECK(c.json["backend"]["tolerations"] ==
+        Json::parse(R"([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 30}])"));
+  CHECK(c.json["backend"]["service_account"] == "trainer");
+  const std::string container_path = "spec.trialTemplate.trialSpec.spec.template.spec.containers[0]";
+  CHECK(HasNote(c, container_path + ".env[1]: TOKEN not carried over"));
+  CHECK(HasNote(c, container_path + ".env[2]: RANK not carried over"));
+  CHECK(HasNote(c, container_path + ".resources.requests.ephemeral-storage: not carried over"));
+  CHECK(HasNote(c, container_path + ".resources.limits.memory: not carried over"));
+  CHECK(HasNote(c, container_path + ".workingDir: not carried over"));
+  CHECK(HasNote(c, "spec.metricsCollectorSpec.collector.kind: warning: the File collector is not carried over"));
+  CHECK(HasNote(c, "spec.metricsCollectorSpec.source: not carried over"));
+  CHECK(HasNote(c, "spec.resumePolicy: not carried over"));
+}
+
+TEST_CASE("spec: backend.job_kind is recognised; only job runs today", "[import][spec]") {
+  auto parse = [](const std::string& kind) {
+    return tune::ParseExperimentSpec(
+        R"({"name": "k", "objective": {"metric": "loss", "mode": "min"},
+            "parameters": {"x": {"type": "uniform", "low": 0, "high": 1}},
+            "trial": {"command": ["train"]},
+            "backend": {"type": "kubernetes", "image": "img:1", "job_kind": ")" + kind + R"("}})",
+        "k.json");
+  };
+  auto job = parse("job");
+  REQUIRE(job.ok());
+  CHECK(job->backend.job_kind == "job");
+  CHECK(parse("trainjob").status().message() ==
+        "k.json: backend.job_kind: \"trainjob\" is not implemented yet (every trial runs as a batch/v1 Indexed Job: "
+        "\"job\")");
+  CHECK(parse("mpijob").status().message().find("backend.job_kind: expected") != std::string::npos);
+}
+
+TEST_CASE("import katib: bad values name the line and the path", "[import][katib]") {
+  CHECK(ImportError(Doc("    - name: x\n      parameterType: double\n      feasibleSpace: {min: \"0.1\", max: abc}\n")) ==
+        "exp.yaml: line 15: spec.parameters[0].feasibleSpace.max: expected a number, got \"abc\"");
+  CHECK(ImportError(Doc("    - name: x\n      parameterType: int\n      feasibleSpace: {min: 1, max: 4, step: 0}\n")) ==
+        "exp.yaml: line 15: spec.parameters[0].feasibleSpace.step: expected a step of at least 1, got \"0\"");
+  CHECK(ImportError(Doc(kX + "    - name: x\n      parameterType: int\n      feasibleSpace: {min: 1, max: 4}\n"))
+            .find("spec.parameters[1].name: expected a name no other parameter has") != std::string::npos);
+  CHECK(ImportError(Doc(kX, "", "", "random\n    algorithmSettings:\n      - {name: random_state, value: seven}")) ==
+        "exp.yaml: line 12: spec.algorithm.algorithmSettings[0].value: expected an integer, got \"seven\"");
+  std::string image = Doc(kX);
+  image.replace(image.find("example.org/train:1"), 19, "example.org/train:${trialParameters.x}");
+  CHECK(ImportError(image).find("containers[0].image: expected one image for every trial") != std::string::npos);
+  std::string no_command = Doc(kX);
+  no_command.erase(no_command.find("                command:"));
+  CHECK(ImportError(no_command).find("containers[0].command: expected the training command") != std::string::npos);
+  std::string tfjob = Doc(kX);
+  tfjob.replace(tfjob.find("apiVersion: batch/v1\n      kind: Job"), 36, "apiVersion: kubeflow.org/v1\n      kind: TFJob");
+  CHECK(ImportError(tfjob).find("trialSpec.kind: expected Job (batch/v1) or PyTorchJob (kubeflow.org/v1), got TFJob "
+                                "(kubeflow.org/v1)") != std::string::npos);
+}
