@@ -9,9 +9,9 @@
 // `constant_liar`, running trials count as the worst. Failed and stopped
 // trials are ignored.
 //
-// Univariate mode (default) models each parameter on its own through
-// SampleIndependent; `multivariate` models all of them jointly through
-// RelativeSpace/SampleRelative. In a discrete space a suggestion never
+// Multivariate mode (the default, as in Optuna 5.0) models all parameters
+// jointly through RelativeSpace/SampleRelative; univariate mode
+// (`multivariate` false) models each on its own through SampleIndependent. In a discrete space a suggestion never
 // repeats the full parameter set of a trial in the history (running or
 // finished) while an alternative exists.
 //
@@ -45,7 +45,9 @@ struct TpeSamplerOptions {
   bool consider_prior = true;
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
-  bool multivariate = false;
+  // Joint model of all parameters (Optuna 5.0's default); false: one
+  // model per parameter.
+  bool multivariate = true;
   // Which Optuna release's Parzen estimator to follow where they differ
   // (bandwidths, log ints; see ParzenRules).
   ParzenRules parzen_rules = ParzenRules::kOptuna5;

@@ -70,21 +70,31 @@ torch::Tensor RotateHalf(const torch::Tensor& x) {
 
 AttentionImpl::AttentionImpl(const ModelConfig& c)
     : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
-  // Qwen2: biases on q/k/v only; Llama's attention_bias: on all four.
-  const bool qkv_bias = c.attention_bias;
-  const bool o_bias = c.model_type == "llama" && c.attention_bias;
+  // Llama / Qwen3 attention_bias: all four; Qwen2: q/k/v only; Mistral: none.
+  const bool qkv_bias = HasQkvBias(c);
+  const bool o_bias = HasOutputBias(c);
   q_proj = register_module("q_proj", Projection(c.hidden_size, heads_ * head_dim_, qkv_bias));
   k_proj = register_module("k_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias));
   v_proj = register_module("v_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias));
   o_proj = register_module("o_proj", Projection(heads_ * head_dim_, c.hidden_size, o_bias));
+  if (HasQkNorm(c)) {
+    q_norm = register_module("q_norm", RmsNorm(head_dim_, c.rms_norm_eps));
+    k_norm = register_module("k_norm", RmsNorm(head_dim_, c.rms_norm_eps));
+  }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                      const torch::Tensor& mask) {
   const int64_t B = x.size(0), T = x.size(1);
   // q: [B, H, T, hd]; k, v: [B, KV, T, hd]
-  torch::Tensor q = q_proj(x).view({B, T, heads_, head_dim_}).transpose(1, 2);
-  torch::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor q = q_proj(x).view({B, T, heads_, head_dim_});
+  torch::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_});
+  if (q_norm) {  // Qwen3: RMSNorm over each head's vector, before RoPE
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = q.transpose(1, 2);
+  k = k.transpose(1, 2);
   torch::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
   q = q * cos + RotateHalf(q) * sin;
   k = k * cos + RotateHalf(k) * sin;
@@ -108,9 +118,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 }
 
 MlpImpl::MlpImpl(const ModelConfig& c) {
-  gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, false));
-  up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, false));
-  down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, false));
+  gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, c.mlp_bias));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
@@ -138,7 +148,7 @@ BackboneImpl::BackboneImpl(const ModelConfig& c) {
 }
 
 // ---------------------------------------------------------------------------
-CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)) {
+CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)), rope_(config_) {
   model = register_module("model", Backbone(config_));
   if (!config_.tie_word_embeddings) {
     lm_head_ = register_module("lm_head", Projection(config_.hidden_size, config_.vocab_size, false));
@@ -146,28 +156,33 @@ CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)) {
   InitWeights();
 }
 
-void CausalLmImpl::EnsureRope(int64_t length, const torch::Device& device) {
-  if (cos_.defined() && cos_.size(0) >= length && cos_.device() == device) return;
+void CausalLmImpl::EnsureMasks(int64_t length, const torch::Device& device) {
+  if (mask_.defined() && mask_.size(0) >= length && mask_.device() == device) return;
   const int64_t L = std::max<int64_t>(length, 64);
-  const int64_t hd = config_.head_dim;
-  // inv_freq[i] = 1 / theta^(2i / hd), in float32 as transformers computes it.
-  torch::Tensor exponent = torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(hd);
-  torch::Tensor inv_freq = 1.0 / torch::pow(config_.rope_theta, exponent);
-  torch::Tensor t = torch::arange(L, torch::kInt64).to(torch::kFloat32);
-  torch::Tensor freqs = torch::outer(t, inv_freq);
-  torch::Tensor emb = torch::cat({freqs, freqs}, -1);  // [L, hd]
-  cos_ = emb.cos().to(device);
-  sin_ = emb.sin().to(device);
-  mask_ = torch::full({L, L}, -std::numeric_limits<float>::infinity()).triu(1).to(device);
+  const float inf = std::numeric_limits<float>::infinity();
+  mask_ = torch::full({L, L}, -inf).triu(1).to(device);
+  sliding_mask_ = torch::Tensor();
+  if (config_.sliding_window > 0) {
+    // transformers' sliding_window_overlay: key k is visible from query q when
+    // q - W < k <= q, i.e. the W latest positions, q itself included.
+    sliding_mask_ = (mask_ + torch::full({L, L}, -inf).tril(-config_.sliding_window).to(device)).contiguous();
+  }
 }
 
 torch::Tensor CausalLmImpl::forward(const torch::Tensor& ids) {
   const int64_t T = ids.size(1);
-  EnsureRope(T, ids.device());
-  torch::Tensor cos = cos_.slice(0, 0, T), sin = sin_.slice(0, 0, T);
+  torch::Tensor cos, sin;
+  rope_.Tables(T, ids.device(), &cos, &sin);
+  EnsureMasks(T, ids.device());
   torch::Tensor mask = mask_.slice(0, 0, T).slice(1, 0, T);
+  torch::Tensor sliding = sliding_mask_.defined() ? sliding_mask_.slice(0, 0, T).slice(1, 0, T) : mask;
   torch::Tensor x = model->embed_tokens(ids);
-  for (const auto& layer : *model->layers) x = layer->as<DecoderLayer>()->forward(x, cos, sin, mask);
+  size_t i = 0;
+  for (const auto& layer : *model->layers) {
+    const bool slides = i < config_.layer_sliding.size() && config_.layer_sliding[i];
+    x = layer->as<DecoderLayer>()->forward(x, cos, sin, slides ? sliding : mask);
+    ++i;
+  }
   x = model->norm(x);
   const torch::Tensor& head = lm_head_ ? lm_head_->weight : model->embed_tokens->weight;
   return torch::nn::functional::linear(x, head);

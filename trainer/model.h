@@ -1,4 +1,5 @@
-// Decoder-only causal language model in the Llama / Qwen2 layout, with
+// Decoder-only causal language model in the Llama / Mistral / Qwen2 / Qwen3
+// layout (trainer/model_config.h says which parts each type has), with
 // optional LoRA adapters on its projections (PEFT semantics).
 //
 // Parameter names are exactly Hugging Face's (model.embed_tokens.weight,
@@ -18,6 +19,7 @@
 
 #include "trainer/lora_config.h"
 #include "trainer/model_config.h"
+#include "trainer/rope.h"
 #include "trainer/safetensors.h"
 #include "tuner/core/status.h"
 
@@ -63,6 +65,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask);
   Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RmsNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3: per-head RMSNorm before RoPE; else null
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
@@ -80,6 +83,7 @@ TORCH_MODULE(Mlp);
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit DecoderLayerImpl(const ModelConfig& c);
+  // mask: [T, T] additive, causal (and windowed on a sliding layer).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask);
   RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -103,7 +107,7 @@ class CausalLmImpl : public torch::nn::Module {
  public:
   explicit CausalLmImpl(ModelConfig config);
 
-  // ids: [B, T] int64 -> logits [B, T, vocab].
+  // ids: [B, T] int64 -> logits [B, T, vocab]. Positions are 0 .. T - 1.
   torch::Tensor forward(const torch::Tensor& ids);
   // Mean cross-entropy of logits[:, t] against labels[:, t + 1] over labels
   // that are not -100 (Hugging Face's causal-LM loss).
@@ -132,11 +136,13 @@ class CausalLmImpl : public torch::nn::Module {
   Backbone model{nullptr};
 
  private:
-  void EnsureRope(int64_t length, const torch::Device& device);
+  // The causal mask [T, T] and, with a window, the sliding one (cached).
+  void EnsureMasks(int64_t length, const torch::Device& device);
 
   ModelConfig config_;
   Projection lm_head_{nullptr};  // null when tied to the embeddings
-  torch::Tensor cos_, sin_, mask_;  // caches: [L, head_dim], [L, L]
+  RotaryEmbedding rope_;
+  torch::Tensor mask_, sliding_mask_;  // caches: [L, L]
 };
 TORCH_MODULE(CausalLm);
 

@@ -19,6 +19,9 @@ endif()
 
 add_library(lora_core STATIC
   model_config.cc
+  config_keys.cc
+  rope_config.cc
+  rope.cc
   lora_config.cc
   lr_schedule.cc
   runtime_info.cc

@@ -32,7 +32,7 @@ struct TpeOptions {
   int n_ei_candidates = 24;
   std::optional<double> gamma;  // fixed fraction; default Optuna's min(ceil(0.1 n), 25)
   double prior_weight = 1.0;
-  bool multivariate = false;
+  bool multivariate = true;    // as Optuna 5.0 (bench/RESULTS.md: TPE out of the box)
   bool constant_liar = true;   // on by default: trials run in parallel
   bool consider_endpoints = false;
   bool consider_magic_clip = true;

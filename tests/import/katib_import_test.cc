@@ -123,7 +123,7 @@ TEST_CASE("import katib: random.yaml maps field by field", "[import][katib]") {
 }
 
 TEST_CASE("import katib: tpe, multivariate-tpe and grid examples", "[import][katib]") {
-  CHECK(Import(Fixture("tpe.yaml")).json["search"] == Json::parse(R"({"algorithm": "tpe"})"));
+  CHECK(Import(Fixture("tpe.yaml")).json["search"] == Json::parse(R"({"algorithm": "tpe", "multivariate": false})"));
   CHECK(Import(Fixture("multivariate-tpe.yaml")).json["search"] ==
         Json::parse(R"({"algorithm": "tpe", "multivariate": true})"));
   Converted grid = Import(Fixture("grid.yaml"));

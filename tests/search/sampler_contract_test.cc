@@ -18,11 +18,12 @@ using testing::RunSequential;
 struct RandomFactory {
   static std::unique_ptr<Sampler> Make(uint64_t seed) { return std::make_unique<RandomSampler>(seed); }
 };
-struct TpeFactory {
+struct TpeFactory {  // univariate
   static std::unique_ptr<Sampler> Make(uint64_t seed) {
     TpeSamplerOptions o;
     o.seed = seed;
     o.n_startup_trials = 5;
+    o.multivariate = false;
     return std::make_unique<TpeSampler>(o);
   }
 };

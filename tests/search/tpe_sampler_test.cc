@@ -37,6 +37,16 @@ TpeSamplerOptions Options(uint64_t seed, bool multivariate = false) {
   return o;
 }
 
+TEST_CASE("TPE is multivariate by default (as Optuna 5.0) and univariate with multivariate false", "[tpe]") {
+  TpeSampler joint(TpeSamplerOptions{});
+  CHECK(joint.options().multivariate);
+  CHECK(joint.RelativeSpace(Plane(), {}).size() == 2);
+  TpeSamplerOptions o;
+  o.multivariate = false;
+  TpeSampler each(o);
+  CHECK(each.RelativeSpace(Plane(), {}).empty());
+}
+
 TEST_CASE("TPE draws exactly like RandomSampler during the startup phase", "[tpe]") {
   const SearchSpace space = Plane();
   for (bool multivariate : {false, true}) {

@@ -153,7 +153,7 @@ TEST_CASE("spec: absent keys get their documented defaults", "[spec]") {
   CHECK(spec.search.tpe.n_ei_candidates == 24);
   CHECK_FALSE(spec.search.tpe.gamma.has_value());
   CHECK(spec.search.tpe.prior_weight == 1.0);
-  CHECK_FALSE(spec.search.tpe.multivariate);
+  CHECK(spec.search.tpe.multivariate);  // Optuna 5.0's default
   CHECK(spec.search.tpe.constant_liar);
   CHECK(spec.search.tpe.parzen_rules == "optuna5");
 
@@ -248,6 +248,13 @@ TEST_CASE("spec: the SPEC section 2 example parses with every value", "[spec]") 
   CHECK(spec.backend.gpus == std::vector<std::string>{"0", "1"});
   // The database path is kept as written (relative to the current directory).
   CHECK(spec.storage_path == "results/tune.db");
+}
+
+TEST_CASE("spec: search.multivariate false keeps one TPE model per parameter", "[spec]") {
+  auto spec = MustParse(R"({"name": "u", "objective": {"metric": "m", "mode": "min"},
+    "parameters": {"x": {"type": "uniform", "low": 0, "high": 1}},
+    "search": {"algorithm": "tpe", "multivariate": false}, "trial": {"command": ["p", "${x}"]}})");
+  CHECK_FALSE(spec.search.tpe.multivariate);
 }
 
 TEST_CASE("spec: scheduler defaults follow Ray per type", "[spec]") {

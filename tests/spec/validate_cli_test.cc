@@ -94,7 +94,7 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
   Run r = Validate(tmp, default_json.string());
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find("search      tpe (univariate, parzen_rules optuna5), seed 7") != std::string::npos);
+  CHECK(r.out.find("search      tpe (multivariate, parzen_rules optuna5), seed 7") != std::string::npos);
   // Every setting that decides the run, defaults included.
   CHECK(r.out.find("scheduler   asha (time_attr step, max_t ") != std::string::npos);
   CHECK(r.out.find(", reduction_factor 3, brackets ") != std::string::npos);

@@ -1,9 +1,14 @@
 // The model, LoRA and AdamW against Hugging Face transformers + PEFT
 // (fixtures from golden/make_golden.py): logits, loss, adapter gradients and
 // one optimizer step, for a tiny Llama (untied head) and a tiny Qwen2 (q/k/v
-// biases, tied embeddings, sharded safetensors), both with GQA.
+// biases, tied embeddings, sharded safetensors), both with GQA and saved by
+// transformers 4.x, and one tiny model per feature saved by transformers 5
+// (rope_parameters, RoPE scaling types, biases, sliding windows, Qwen3). For
+// each feature the test also shows that the golden catches its absence: the
+// same weights with the feature switched off give other logits.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
 
 #include "tests/trainer/test_util.h"
@@ -15,7 +20,10 @@ namespace {
 
 constexpr double kRtol = 1e-4;
 
-void CheckArch(const std::string& arch) {
+// Switches a feature off in a config (nullptr: nothing to switch off).
+using FeatureOff = std::function<void(ModelConfig*)>;
+
+void CheckArch(const std::string& arch, const FeatureOff& feature_off = nullptr) {
   torch::set_num_threads(1);
   const std::string dir = testing::GoldenDir() + "/" + arch;
   auto golden = ReadSafetensors(dir + "/golden.safetensors");
@@ -30,6 +38,17 @@ void CheckArch(const std::string& arch) {
     torch::Tensor logits = model->forward(g["input_ids"]);
     INFO(arch << " logits max rel diff " << testing::MaxRelDiff(logits, g["logits"]));
     CHECK(testing::CloseRel(logits, g["logits"], kRtol));
+    if (feature_off) {
+      ModelConfig off = model->config();
+      feature_off(&off);
+      CausalLm without(off);
+      auto weights = ReadModelWeights(dir);
+      REQUIRE(weights.ok());
+      REQUIRE(without->LoadBase(*weights).ok());
+      const double moved = testing::MaxRelDiff(without->forward(g["input_ids"]), g["logits"]);
+      INFO(arch << " logits with the feature off: max rel diff " << moved);
+      CHECK(moved > 100 * kRtol);
+    }
   }
 
   LoraConfig lora;
@@ -81,6 +100,36 @@ TEST_CASE("Llama logits, loss, LoRA grads and AdamW step match transformers+PEFT
 
 TEST_CASE("Qwen2 logits, loss, LoRA grads and AdamW step match transformers+PEFT", "[trainer][golden]") {
   CheckArch("qwen2");
+}
+
+TEST_CASE("transformers 5 config format: rope_theta from rope_parameters", "[trainer][golden]") {
+  CheckArch("llama_v5", [](ModelConfig* c) { c->rope.theta = 10000.0; });
+}
+
+TEST_CASE("Llama mlp_bias and attention_bias (o_proj too) match transformers", "[trainer][golden]") {
+  CheckArch("llama_bias", [](ModelConfig* c) { c->mlp_bias = false; });
+  CheckArch("llama_bias", [](ModelConfig* c) { c->attention_bias = false; });
+}
+
+TEST_CASE("RoPE scaling linear, dynamic, llama3 and yarn match transformers", "[trainer][golden]") {
+  auto plain = [](ModelConfig* c) { c->rope.type = "default"; };
+  CheckArch("llama_linear", plain);
+  CheckArch("llama_dynamic", plain);
+  CheckArch("llama3_rope", plain);
+  CheckArch("qwen2_yarn", plain);
+}
+
+TEST_CASE("Sliding-window attention: Qwen2 (per layer) and Mistral match transformers", "[trainer][golden]") {
+  auto full = [](ModelConfig* c) {
+    c->sliding_window = 0;
+    c->layer_sliding.assign(c->layer_sliding.size(), false);
+  };
+  CheckArch("qwen2_sliding", full);
+  CheckArch("mistral_sliding", full);
+}
+
+TEST_CASE("Qwen3 (q_norm / k_norm, head_dim) matches transformers+PEFT", "[trainer][golden]") {
+  CheckArch("qwen3", [](ModelConfig* c) { c->model_type = "llama"; });
 }
 
 }  // namespace

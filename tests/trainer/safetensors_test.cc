@@ -121,13 +121,14 @@ TEST_CASE("safetensors errors name the file and the tensor", "[trainer][safetens
 TEST_CASE("config.json: unsupported model types and rope scaling are rejected", "[trainer][config]") {
   CHECK_FALSE(ParseModelConfig(R"({"model_type":"gpt2"})").ok());
   auto r = ParseModelConfig(R"({"model_type":"llama","vocab_size":10,"hidden_size":8,"intermediate_size":16,
-    "num_hidden_layers":1,"num_attention_heads":2,"rope_scaling":{"type":"linear","factor":2}})");
+    "num_hidden_layers":1,"num_attention_heads":2,"rope_scaling":{"type":"longrope","factor":2}})");
   REQUIRE_FALSE(r.ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("rope_scaling"));
+  CHECK_THAT(r.status().message(), Catch::Contains("rope_scaling") && Catch::Contains("longrope"));
   auto ok = ParseModelConfig(R"({"model_type":"qwen2","vocab_size":10,"hidden_size":8,"intermediate_size":16,
     "num_hidden_layers":1,"num_attention_heads":2})");
   REQUIRE(ok.ok());
-  CHECK(ok->attention_bias);
+  CHECK(HasQkvBias(*ok));
+  CHECK_FALSE(HasOutputBias(*ok));
   CHECK(ok->num_key_value_heads == 2);
   CHECK(ok->head_dim == 4);
   auto missing = ParseModelConfig(R"({"model_type":"llama","vocab_size":10})");

@@ -270,7 +270,9 @@ Status ConvertAlgorithm(Ctx& ctx, const YAML::Node& spec, Json* out) {
     if (v < 0) return ctx.FailNode(s.value, s.path, "an integer of at least 0");
     (*out)[s.name == "random_state" ? "seed" : s.name] = v;
   }
-  if (name == "multivariate-tpe") (*out)["multivariate"] = true;
+  // Katib's tpe is Optuna's univariate TPESampler (its own algorithm name
+  // for the joint one), while tune's TPE is multivariate by default.
+  if (name == "tpe" || name == "multivariate-tpe") (*out)["multivariate"] = name == "multivariate-tpe";
   ctx.NoteOthers(a, path, {"algorithmName", "algorithmSettings"});
   return Status::Ok();
 }

@@ -3,10 +3,14 @@
 
 Not needed in CI: the fixtures it writes are committed. To remake them:
 
-    python3 -m venv --system-site-packages VENV
-    VENV/bin/pip install "transformers==4.40.2" "peft==0.10.0"
-    VENV/bin/python tests/trainer/golden/make_golden.py            # writes the fixtures
-    VENV/bin/python tests/trainer/golden/make_golden.py --check-peft BUILD/bin/lora_train
+    PY=$(scripts/golden-venv.sh)     # torch 2.9.1, transformers 5.23.0, peft 0.21.2
+    $PY tests/trainer/golden/make_golden.py            # the transformers 5 fixtures (CASES)
+    $PY tests/trainer/golden/make_golden.py --check-peft BUILD/bin/lora_train
+
+`llama/` and `qwen2/` are the transformers 4.x fixtures (config.json with a
+top-level rope_theta), made by this script's `--legacy` mode with
+transformers 4.40.2 + peft 0.10.0; they stay as they are so that both config
+formats are tested.
 
 Fixtures (all small, float32):
   <arch>/            a tiny random model saved with save_pretrained (config.json,
@@ -21,9 +25,19 @@ Fixtures (all small, float32):
      grad/<peft key>     d lora_loss / d adapter tensor
      step/<peft key>     the adapter after one AdamW step (lr 1e-2, wd 0.01)
   dtypes.safetensors  the same values as F32, F16 and BF16 (reader test)
+  <case>/            one per entry of CASES (transformers 5 format: rope_parameters,
+                     dtype, layer_types): smaller models (hidden 32, tied embeddings
+                     unless stated), the same golden.safetensors layout
+  full_configs_<v>.json  every key of the llama, mistral, qwen2 and qwen3 config
+                     classes with their defaults, as transformers <v> writes them
+                     (5.23.0 with the fixtures; 4.57.1 with --full-configs under 4.57.1)
+  rope_tables.json   RoPE inv_freq, attention scaling and the cos/sin of the last
+                     position from transformers' rotary embedding, for the configs
+                     in ROPE_TABLES; dynamic ones as a sequence of forward lengths
 
---check-peft BIN: trains an adapter with `BIN` on the llama fixture, loads it
-with PEFT and compares PEFT's logits with `BIN logits` (max abs difference).
+--check-peft BIN: trains an adapter with `BIN` on the llama and qwen3 fixtures,
+loads it with PEFT and compares PEFT's logits with `BIN logits` (max abs
+difference).
 """
 import argparse
 import json
@@ -67,6 +81,82 @@ def config_for(arch):
                        use_sliding_window=False, **common)
 
 
+# Cases made with transformers 5: (model_type, config overrides, seed, tokenizer?).
+# Sequences are 12 tokens: windows of 5 slide; dynamic RoPE's max_position_embeddings
+# of 8 is exceeded; llama3/yarn's original length of 16 makes their scaling act on
+# most frequencies of a head_dim of 8.
+SMALL = dict(vocab_size=320, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+             bos_token_id=None, eos_token_id=256, tie_word_embeddings=True, rms_norm_eps=1e-6)
+CASES = {
+    # 5.x format with a non-default base: lora_train once read 10000 here.
+    "llama_v5": ("llama", dict(rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+                               tie_word_embeddings=False), 11, False),
+    "llama_bias": ("llama", dict(mlp_bias=True, attention_bias=True), 12, False),
+    "llama_linear": ("llama", dict(rope_parameters={"rope_type": "linear", "factor": 2.0,
+                                                    "rope_theta": 10000.0}), 13, False),
+    "llama_dynamic": ("llama", dict(max_position_embeddings=8,
+                                    rope_parameters={"rope_type": "dynamic", "factor": 2.0,
+                                                     "rope_theta": 10000.0}), 14, False),
+    "llama3_rope": ("llama", dict(rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 16,
+                                                   "rope_theta": 10000.0}), 15, False),
+    "qwen2_yarn": ("qwen2", dict(rope_parameters={"rope_type": "yarn", "factor": 4.0,
+                                                  "original_max_position_embeddings": 16,
+                                                  "rope_theta": 10000.0}), 16, False),
+    "qwen2_sliding": ("qwen2", dict(use_sliding_window=True, sliding_window=5, max_window_layers=1,
+                                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), 17, False),
+    "mistral_sliding": ("mistral", dict(sliding_window=5, head_dim=16,
+                                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), 18, False),
+    "qwen3": ("qwen3", dict(head_dim=16, attention_bias=False, tie_word_embeddings=False,
+                            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}), 19, True),
+}
+
+# RoPE configs whose tables rope_tables.json holds: (name, config fields, forward lengths).
+ROPE_TABLES = [
+    ("default", dict(head_dim=64, max_position_embeddings=4096,
+                     rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}), [40]),
+    ("linear", dict(head_dim=64, max_position_embeddings=4096,
+                    rope_parameters={"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}), [40]),
+    # growth (20 > 16), no shrink above the original length (17), another growth (24),
+    # reset below it (10), growth again (30)
+    ("dynamic", dict(head_dim=64, max_position_embeddings=16,
+                     rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}),
+     [8, 20, 17, 24, 10, 30]),
+    ("llama3.1", dict(head_dim=128, max_position_embeddings=131072,
+                      rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+                                       "rope_theta": 500000.0}), [40]),
+    ("llama3.2", dict(head_dim=64, max_position_embeddings=131072,
+                      rope_parameters={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+                                       "rope_theta": 500000.0}), [40]),
+    ("yarn_qwen", dict(head_dim=128, max_position_embeddings=131072,
+                       rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768,
+                                        "rope_theta": 1000000.0}), [40]),
+    ("yarn_no_truncate", dict(head_dim=64, max_position_embeddings=8192,
+                              rope_parameters={"rope_type": "yarn", "factor": 4.0, "truncate": False,
+                                               "original_max_position_embeddings": 2048, "beta_fast": 16,
+                                               "beta_slow": 2, "rope_theta": 10000.0}), [40]),
+    ("yarn_mscale", dict(head_dim=64, max_position_embeddings=163840,
+                         rope_parameters={"rope_type": "yarn", "factor": 40.0, "mscale": 0.707,
+                                          "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+                                          "rope_theta": 10000.0}), [40]),
+    ("yarn_attention_factor", dict(head_dim=64, max_position_embeddings=8192,
+                                   rope_parameters={"rope_type": "yarn", "factor": 2.0, "attention_factor": 1.25,
+                                                    "original_max_position_embeddings": 4096,
+                                                    "rope_theta": 10000.0}), [40]),
+]
+
+
+def config_v5(model_type, overrides):
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+    cls = {"llama": LlamaConfig, "mistral": MistralConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config}[model_type]
+    kw = dict(SMALL)
+    kw.update(overrides)
+    return cls(**kw)
+
+
 def randomize(module, gen, std):
     with torch.no_grad():
         for name, p in module.named_parameters():
@@ -74,19 +164,22 @@ def randomize(module, gen, std):
             p.copy_(1.0 + noise if "norm" in name else noise)
 
 
-def make_arch(arch):
+def make_arch(arch, config=None, seed=None, tokenizer=True):
     from transformers import AutoModelForCausalLM
     from peft import LoraConfig, get_peft_model, PeftModel
     out = os.path.join(HERE, arch)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    gen = torch.Generator().manual_seed(1234 if arch == "llama" else 4321)
-    model = AutoModelForCausalLM.from_config(config_for(arch), attn_implementation="eager")
+    if seed is None:
+        seed = 1234 if arch == "llama" else 4321
+    gen = torch.Generator().manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config or config_for(arch), attn_implementation="eager")
     randomize(model, gen, 0.08)
     model.eval()
     shard = "60KB" if arch == "qwen2" else "10GB"
     model.save_pretrained(out, safe_serialization=True, max_shard_size=shard)
-    make_tokenizer(os.path.join(out, "tokenizer.json"))
+    if tokenizer:
+        make_tokenizer(os.path.join(out, "tokenizer.json"))
     for extra in ("generation_config.json",):
         if os.path.exists(os.path.join(out, extra)):
             os.remove(os.path.join(out, extra))
@@ -126,6 +219,46 @@ def make_arch(arch):
     print(f"{arch}: lora_loss {out_l.loss.item():.6f}, {len(params)} adapter tensors")
 
 
+def make_rope_tables():
+    """inv_freq, attention scaling and the last row of cos/sin, per forward length."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    tables = []
+    for name, fields, lengths in ROPE_TABLES:
+        kw = dict(vocab_size=16, hidden_size=fields["head_dim"] * 2, intermediate_size=8, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=2)
+        kw.update(fields)
+        config = LlamaConfig(**kw)
+        rotary = LlamaRotaryEmbedding(config)
+        calls = []
+        for n in lengths:
+            x = torch.zeros(1, n, 1)
+            cos, sin = rotary(x, torch.arange(n)[None])
+            calls.append({"seq_len": n, "inv_freq": rotary.inv_freq.tolist(),
+                          "attention_scaling": float(rotary.attention_scaling),
+                          "cos_last": cos[0, -1].tolist(), "sin_last": sin[0, -1].tolist()})
+        cfg = json.loads(config.to_json_string())
+        tables.append({"name": name, "config": cfg, "calls": calls})
+    with open(os.path.join(HERE, "rope_tables.json"), "w") as f:
+        json.dump(tables, f, indent=None)
+        f.write("\n")
+    print(f"rope_tables.json: {len(tables)} configs")
+
+
+def write_full_configs(path):
+    """Every key of each supported config class with transformers' defaults
+    (to_dict without the diff), for the installed transformers version."""
+    import transformers
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+    out = {"transformers_version": transformers.__version__, "configs": []}
+    for cls in (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config):
+        out["configs"].append(json.loads(cls().to_json_string(use_diff=False)))
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"{path}: {len(out['configs'])} configs from transformers {transformers.__version__}")
+
+
 def make_dtypes():
     gen = torch.Generator().manual_seed(7)
     x = (torch.randn(3, 5, generator=gen) * 4).to(torch.float32)
@@ -136,11 +269,11 @@ def make_dtypes():
               os.path.join(HERE, "dtypes.safetensors"), metadata={"format": "pt"})
 
 
-def check_peft(binary):
+def check_peft(binary, arch="llama"):
     """Train with lora_train, load with PEFT, compare logits with lora_train's."""
     from transformers import AutoModelForCausalLM
     from peft import PeftModel
-    base = os.path.join(HERE, "llama")
+    base = os.path.join(HERE, arch)
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "train.jsonl")
         with open(data, "w") as f:
@@ -164,7 +297,7 @@ def check_peft(binary):
         diff = (ref - got["logits"]).abs().max().item()
         scale = ref.abs().max().item()
         moved = (ref - got["base_logits"]).abs().max().item()
-        print(f"PEFT check: PEFT loaded the adapter written by lora_train; max |PEFT - lora_train| logits = "
+        print(f"PEFT check ({arch}): PEFT loaded the adapter written by lora_train; max |PEFT - lora_train| logits = "
               f"{diff:.3e} (logit scale {scale:.3f}; the adapter moves logits by up to {moved:.3e})")
         return diff <= 1e-4 * max(1.0, scale)
 
@@ -172,13 +305,31 @@ def check_peft(binary):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-peft", metavar="LORA_TRAIN", default="")
+    ap.add_argument("--full-configs", action="store_true",
+                    help="only write full_configs_<transformers version>.json (run it under 4.x and 5.x)")
+    ap.add_argument("--legacy", action="store_true",
+                    help="remake the transformers 4.x fixtures llama/, qwen2/ and dtypes (needs transformers 4.40.2)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.check_peft:
-        sys.exit(0 if check_peft(args.check_peft) else 1)
-    for arch in ("llama", "qwen2"):
-        make_arch(arch)
-    make_dtypes()
+        ok = [check_peft(args.check_peft, arch) for arch in ("llama", "qwen3")]
+        sys.exit(0 if all(ok) else 1)
+    if args.full_configs:
+        import transformers
+        write_full_configs(os.path.join(HERE, f"full_configs_{transformers.__version__}.json"))
+        return
+    if args.legacy:
+        for arch in ("llama", "qwen2"):
+            make_arch(arch)
+        make_dtypes()
+        return
+    import transformers
+    import peft
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, peft {peft.__version__}")
+    for name, (model_type, overrides, seed, tokenizer) in CASES.items():
+        make_arch(name, config_v5(model_type, overrides), seed, tokenizer)
+    make_rope_tables()
+    write_full_configs(os.path.join(HERE, f"full_configs_{transformers.__version__}.json"))
 
 
 if __name__ == "__main__":
