@@ -72,5 +72,8 @@ model="$model_src/hf-$key"
 if [ ! -s "$model/model.safetensors" ] || [ ! -s "$model/tokenizer.json" ]; then
   "$py" "$root/scripts/real_model_check.py" convert --gguf "$gguf" --out "$model"
 fi
+# libgomp's default spin-waiting collapses when the machine is shared; use
+# the policy lora_train gives itself (trainer/README.md) for both sides.
+if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then export GOMP_SPINCOUNT=1000; fi
 exec "$py" "$root/scripts/real_model_check.py" check --model "$model" --build "$build" --work "$work" \
   ${check_args[@]+"${check_args[@]}"}

@@ -105,7 +105,7 @@ def cmd_convert(args):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     d, f = os.path.split(os.path.abspath(args.gguf))
     tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
-    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
     tmp = args.out + ".tmp"
     model.save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
@@ -249,7 +249,7 @@ def cmd_hf_train(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     hf_tok = AutoTokenizer.from_pretrained(args.model)
-    model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     model = get_peft_model(model, LoraConfig(r=args.r, lora_alpha=2 * args.r, lora_dropout=0.05,
                                              target_modules=args.targets.split(","), task_type="CAUSAL_LM"))
     model.train()
@@ -282,10 +282,6 @@ def hf_speed(model_dir, data, targets, steps, skip, seq_len, threads):
            "--targets", targets, "--steps", str(steps), "--skip", str(skip), "--seq-len", str(seq_len),
            "--threads", str(threads)]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
-        # The OpenMP wait policy lora_train gives itself (trainer/README.md):
-        # libgomp's default spinning collapses on a shared machine.
-        env["GOMP_SPINCOUNT"] = "1000"
     rc, out, err, rss = run_with_rss(cmd, env)
     if rc != 0:
         sys.exit("hf-train failed: " + err[-3000:])
@@ -354,6 +350,7 @@ def cmd_check(args):
                                 "mismatches": len(mism), "first_mismatches": mism[:3]}
         if mism:
             failures.append("tokenizer: %d of %d texts differ" % (len(mism), 2 * len(texts)))
+        print("tokenizer:", json.dumps(results["tokenizer"], ensure_ascii=False)[:400], flush=True)
 
         # 2. Base eval loss.
         env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
@@ -362,11 +359,12 @@ def cmd_check(args):
         out, rss = lora_train(args.build, common + ["--data", os.path.join(work, "short.jsonl"), "--max-steps", "0",
                                                     "--output", os.path.join(work, "base")], env)
         lt_base = float(metric_lines(out)[-1]["eval_loss"])
-        base_model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.float32)
+        base_model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
         eval_rows = read_jsonl(os.path.join(work, "eval.jsonl"))
         hf_base = hf_eval_loss(base_model, hf_tok, eval_rows, 256)
         results["base_eval_loss"] = {"lora_train": lt_base, "transformers": hf_base,
                                      "abs_diff": abs(lt_base - hf_base), "lora_train_peak_rss_mib": rss}
+        print("base eval loss:", json.dumps(results["base_eval_loss"]), flush=True)
         if not abs(lt_base - hf_base) <= 1e-4 * max(1.0, abs(hf_base)):
             failures.append("base eval loss: lora_train %.8f, transformers %.8f" % (lt_base, hf_base))
 
@@ -383,6 +381,7 @@ def cmd_check(args):
         hf_lora = hf_eval_loss(peft_model, hf_tok, eval_rows, 256)
         results["lora_eval_loss"] = {"lora_train": lt_lora, "peft": hf_lora, "abs_diff": abs(lt_lora - hf_lora),
                                      "base": hf_base, "steps": 8, "targets": ALL7}
+        print("LoRA eval loss:", json.dumps(results["lora_eval_loss"]), flush=True)
         if not abs(lt_lora - hf_lora) <= 1e-4 * max(1.0, abs(hf_lora)):
             failures.append("LoRA eval loss: lora_train %.8f, PEFT %.8f" % (lt_lora, hf_lora))
         if not hf_lora < hf_base - 1e-3:
