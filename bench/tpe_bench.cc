@@ -1,22 +1,24 @@
 // tpe_bench: search quality and sampling cost of RandomSampler, TpeSampler
 // (univariate, multivariate, and as constructed by default) on the suite of
-// bench/tpe_suite.h; timing on the mixed 6-D LoRA space of issue 3.
+// bench/tpe_suite.h; timing on the mixed 6-D LoRA space of issue 3 (or
+// another suite problem: --timing-function).
 // bench/tpe_optuna.py runs Optuna's TPE on the same functions,
 // bench/tpe_vs_optuna.sh both; results are recorded in bench/RESULTS.md.
 //
 //   tpe_bench [quality] [timing] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--sizes 100,1000,10000] [--reps N]
-//             [--only tpe|tpe-multivariate] [--parzen-rules optuna5|optuna3]
+//             [--only tpe|tpe-multivariate|default] [--parzen-rules optuna5|optuna3]
 //             [--functions branin,...] [--modes random,tpe,tpe-multivariate,default] [--inflight K]
-//             [--n-ei-candidates N] [--n-startup-trials N] [--gamma F] [--prior-weight W]
+//             [--n-ei-candidates N] [--n-ei-candidates-numerical N] [--n-startup-trials N] [--gamma F]
+//             [--prior-weight W] [--independent-choices true|false] [--timing-function F]
 //   tpe_bench probe --history H.jsonl --seeds N [--only tpe-multivariate] --dump P.jsonl
 //   tpe_bench quality --seeds 1 --first-seed S --history-out H.jsonl --history-at N   (a history of tune's own)
 //
 // Quality: simple regret (best value found minus the optimum) after 25, 50
 // and 100 trials, median and quartiles over the seeds; with --inflight K,
-// K trials run at once (each new trial sees the K - 1 others running). Timing: CPU time of
-// this thread per suggestion (SampleTrial over the whole space) with a
-// history of n completed random trials on the mixed space; each suggestion
-// then completes and joins the history (n grows by the number timed).
+// K trials run at once (each new trial sees the K - 1 others running).
+// Timing: CPU time of this thread per suggestion (SampleTrial over the whole
+// space) with a history of n completed random trials; each suggestion then
+// completes and joins the history (n grows by the number timed).
 #include <time.h>
 
 #include <algorithm>
@@ -47,13 +49,17 @@ double Num(const ParamValue& v) {
 ParzenRules g_parzen_rules = ParzenRules::kOptuna5;
 
 // Overrides of TpeSamplerOptions for every TPE mode (--n-ei-candidates,
-// --n-startup-trials, --gamma, --prior-weight); unset: the sampler's defaults.
-std::optional<int> g_n_ei_candidates, g_n_startup_trials;
+// --n-ei-candidates-numerical, --n-startup-trials, --gamma, --prior-weight,
+// --independent-choices); unset: the sampler's defaults.
+std::optional<int> g_n_ei_candidates, g_n_ei_candidates_numerical, g_n_startup_trials;
 std::optional<double> g_gamma, g_prior_weight;
+std::optional<bool> g_independent_choices;
 
 // kind: "random", "univariate" (alias "tpe"), "multivariate" (alias
 // "tpe-multivariate") or "default" (TpeSamplerOptions as constructed, i.e.
-// what `tune` runs when the experiment sets nothing).
+// what `tune` runs when the experiment sets nothing). univariate and
+// multivariate are Optuna's TPESampler settings of that mode (n_ei_candidates
+// for every space, no independent_choices) unless flags say otherwise.
 std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
   if (kind == "random") return std::make_unique<RandomSampler>(seed);
   TpeSamplerOptions o;
@@ -61,10 +67,16 @@ std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
   if (kind == "tpe" || kind == "univariate") o.multivariate = false;
   else if (kind == "tpe-multivariate" || kind == "multivariate") o.multivariate = true;
   else if (kind != "default") std::abort();
+  if (kind != "default") {  // Optuna's settings
+    o.n_ei_candidates_numerical = 0;
+    o.independent_choices = false;
+  }
   o.parzen_rules = g_parzen_rules;
   if (g_n_ei_candidates) o.n_ei_candidates = *g_n_ei_candidates;
+  if (g_n_ei_candidates_numerical) o.n_ei_candidates_numerical = *g_n_ei_candidates_numerical;
   if (g_n_startup_trials) o.n_startup_trials = *g_n_startup_trials;
   if (g_gamma) o.gamma = *g_gamma;
+  if (g_independent_choices) o.independent_choices = *g_independent_choices;
   if (g_prior_weight) o.prior_weight = *g_prior_weight;
   return std::make_unique<TpeSampler>(o);
 }
@@ -196,12 +208,12 @@ void Quality(int first_seed, int seeds, int trials, const std::vector<std::strin
   }
 }
 
-void Timing(const std::vector<int>& sizes, int reps_override, const std::string& only) {
+void Timing(const std::vector<int>& sizes, int reps_override, const std::string& only, const std::string& function) {
   const std::vector<SuiteProblem> suite = TpeSuite();
-  const SuiteProblem& problem = *FindSuiteProblem(suite, "mixed6");
+  const SuiteProblem& problem = *FindSuiteProblem(suite, function);
   std::printf("| sampler | history | ms per suggestion | suggestions timed |\n|---|---|---|---|\n");
-  for (const std::string kind : {"tpe", "tpe-multivariate"}) {
-    if (!only.empty() && kind != only) continue;
+  for (const std::string kind : {"tpe", "tpe-multivariate", "default"}) {
+    if (only.empty() ? kind == "default" : kind != only) continue;  // default: with --only default
     for (int n : sizes) {
       // A history of n completed random trials.
       RandomSampler random(1234);
@@ -297,6 +309,7 @@ int main(int argc, char** argv) {
   std::vector<int> sizes = {100, 1000, 10000};
   std::vector<std::string> functions, kinds = {"random", "tpe", "tpe-multivariate"};
   int inflight = 1;
+  std::string timing_function = "mixed6";
   auto split = [](const std::string& s) {
     std::vector<std::string> out;
     for (size_t pos = 0; pos < s.size();) {
@@ -352,7 +365,16 @@ int main(int argc, char** argv) {
       }
     }
     else if (a == "--n-ei-candidates" && i + 1 < argc) tune::g_n_ei_candidates = std::atoi(argv[++i]);
+    else if (a == "--timing-function" && i + 1 < argc) {
+      timing_function = argv[++i];
+      if (!tune::FindSuiteProblem(tune::TpeSuite(), timing_function)) {
+        std::fprintf(stderr, "--timing-function: no problem '%s' in the suite (bench/tpe_suite.h)\n", timing_function.c_str());
+        return 2;
+      }
+    }
+    else if (a == "--n-ei-candidates-numerical" && i + 1 < argc) tune::g_n_ei_candidates_numerical = std::atoi(argv[++i]);
     else if (a == "--n-startup-trials" && i + 1 < argc) tune::g_n_startup_trials = std::atoi(argv[++i]);
+    else if (a == "--independent-choices" && i + 1 < argc) tune::g_independent_choices = std::string(argv[++i]) == "true";
     else if (a == "--gamma" && i + 1 < argc) tune::g_gamma = std::atof(argv[++i]);
     else if (a == "--prior-weight" && i + 1 < argc) tune::g_prior_weight = std::atof(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
@@ -375,7 +397,7 @@ int main(int argc, char** argv) {
         pos = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [probe --history FILE] [--history-out FILE --history-at N] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--functions a,b] [--modes random,univariate,multivariate,default] [--inflight K] [--n-ei-candidates N] [--n-startup-trials N] [--gamma F] [--prior-weight W] [--sizes a,b,c] [--reps N] [--only KIND] [--parzen-rules optuna5|optuna3]\n");
+      std::fprintf(stderr, "usage: tpe_bench [quality] [timing] [probe --history FILE] [--history-out FILE --history-at N] [--seeds N] [--first-seed S] [--dump FILE] [--trials N] [--functions a,b] [--modes random,univariate,multivariate,default] [--inflight K] [--n-ei-candidates N] [--n-ei-candidates-numerical N] [--n-startup-trials N] [--gamma F] [--prior-weight W] [--independent-choices true|false] [--sizes a,b,c] [--reps N] [--only KIND] [--timing-function F] [--parzen-rules optuna5|optuna3]\n");
       return 2;
     }
   }
@@ -390,6 +412,6 @@ int main(int argc, char** argv) {
   tune::g_history_seed = first_seed;
   if (quality) tune::Quality(first_seed, seeds, trials, functions, kinds, inflight);
   if (tune::g_dump) std::fclose(tune::g_dump);
-  if (timing) tune::Timing(sizes, reps, only);
+  if (timing) tune::Timing(sizes, reps, only, timing_function);
   return 0;
 }

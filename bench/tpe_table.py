@@ -10,9 +10,15 @@ below an Optuna run (ties half), with its standard error. Last row: the
 geometric mean of the ratios over the functions, with the interval of the
 same bootstrap. Only seeds present on both sides count. One table for
 sequential runs (1 in flight), then one per larger number in flight (the two
-defaults only). Standard library only.
+defaults and tune's multivariate mode). Standard library only.
 
   python3 bench/tpe_table.py --tune T.jsonl... --optuna O.jsonl... [--functions a,b] [--resamples 1000]
+
+Each median is over the seeds that side ran (tune's over all its seeds,
+Optuna's over its own); the ratio and P over the seeds both ran. The last
+column sets tune's default beside tune's multivariate mode with Optuna's
+settings, the same search as Optuna's default (bench/RESULTS.md), on all of
+tune's seeds: the effect of tune's own rules where Optuna's runs are few.
 """
 import argparse
 import json
@@ -58,53 +64,80 @@ def fmt(x):
     return "%.4g" % x
 
 
+class RatioColumn:
+    """Ratios of medians A / B per function, their bootstrap intervals, and
+    the geometric mean over the functions with the same bootstrap."""
+
+    def __init__(self, resamples, rng):
+        self.resamples, self.rng = resamples, rng
+        self.logs, self.boot_logs = [], [0.0] * resamples
+
+    def add(self, xa, xb):
+        r = ratio(statistics.median(xa), statistics.median(xb))
+        boot = []
+        for i in range(self.resamples):
+            br = ratio(statistics.median(self.rng.choices(xa, k=len(xa))),
+                       statistics.median(self.rng.choices(xb, k=len(xb))))
+            boot.append(br)
+            self.boot_logs[i] += math.log(br) if 0 < br < math.inf else (math.inf if br == math.inf else -math.inf)
+        boot.sort()
+        lo, hi = boot[int(0.025 * self.resamples)], boot[int(0.975 * self.resamples) - 1]
+        self.logs.append(math.log(r) if 0 < r < math.inf else 0.0)
+        return "**%.3f** [%.3f, %.3f]" % (r, lo, hi)
+
+    def geomean(self):
+        if not self.logs:
+            return "-"
+        n = len(self.logs)
+        gb = sorted(math.exp(x / n) for x in self.boot_logs)
+        lo, hi = gb[int(0.025 * self.resamples)], gb[int(0.975 * self.resamples) - 1]
+        return "**%.3f** [%.3f, %.3f] (%d)" % (math.exp(sum(self.logs) / n), lo, hi, n)
+
+
 def table(tune, optuna, functions, inflight, resamples, rng):
-    """Prints one table; returns nothing."""
+    """Prints one table: every function with tune's default runs."""
     seq = inflight == 1
-    tune_modes = ["default", "multivariate", "univariate"] if seq else ["default"]
+    tune_modes = ["default", "multivariate", "univariate"] if seq else ["default", "multivariate"]
     optuna_modes = ["default", "univariate"] if seq else ["default"]
     head = (["function"] + ["tune %s" % m for m in tune_modes] + ["Optuna %s" % m for m in optuna_modes]
-            + ["tune / Optuna default [95%]", "P(tune < Optuna default)", "seeds"])
+            + ["tune / Optuna default [95%]", "P(tune < Optuna default)", "seeds (Optuna)",
+               "tune default / tune multivariate [95%]"])
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    log_ratios, boot_logs = [], [0.0] * resamples
+    vs_optuna, vs_mv = RatioColumn(resamples, rng), RatioColumn(resamples, rng)
     for fn in functions:
         td = tune.get((fn, "default", inflight), {})
+        if not td:
+            continue
         od = optuna.get((fn, "default", inflight), {})
         seeds = sorted(set(td) & set(od))
-        if not seeds:
-            continue
+        tune_seeds = sorted(td)
         cells = [fn]
         for m in tune_modes:
             runs = tune.get((fn, m, inflight), {})
-            cells.append(fmt(statistics.median(runs[s] for s in seeds)) if all(s in runs for s in seeds) else "-")
+            cells.append(fmt(statistics.median(runs[s] for s in tune_seeds))
+                         if all(s in runs for s in tune_seeds) else "-")
         for m in optuna_modes:
             runs = optuna.get((fn, m, inflight), {})
-            cells.append(fmt(statistics.median(runs[s] for s in seeds)) if all(s in runs for s in seeds) else "-")
-        xa = [td[s] for s in seeds]
-        xb = [od[s] for s in seeds]
-        r = ratio(statistics.median(xa), statistics.median(xb))
-        boot = []
-        for i in range(resamples):
-            br = ratio(statistics.median(rng.choices(xa, k=len(xa))), statistics.median(rng.choices(xb, k=len(xb))))
-            boot.append(br)
-            boot_logs[i] += math.log(br) if 0 < br < math.inf else (math.inf if br == math.inf else -math.inf)
-        boot.sort()
-        lo, hi = boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
-        p = prob_below(xa, xb)
-        se = ((len(xa) + len(xb) + 1) / (12.0 * len(xa) * len(xb))) ** 0.5
-        cells += ["**%.3f** [%.3f, %.3f]" % (r, lo, hi), "%.3f +- %.3f" % (p, se),
-                  "%d-%d (%d)" % (seeds[0], seeds[-1], len(seeds))]
-        log_ratios.append(math.log(r) if 0 < r < math.inf else 0.0)
+            cells.append(fmt(statistics.median(runs.values())) if runs else "-")
+        if seeds:
+            xa = [td[s] for s in seeds]
+            xb = [od[s] for s in seeds]
+            p = prob_below(xa, xb)
+            se = ((len(xa) + len(xb) + 1) / (12.0 * len(xa) * len(xb))) ** 0.5
+            cells += [vs_optuna.add(xa, xb), "%.3f +- %.3f" % (p, se),
+                      "%d-%d (%d)" % (seeds[0], seeds[-1], len(seeds))]
+        else:
+            cells += ["-", "-", "-"]
+        mv = tune.get((fn, "multivariate", inflight), {})
+        if all(s in mv for s in tune_seeds):
+            cells.append(vs_mv.add([td[s] for s in tune_seeds], [mv[s] for s in tune_seeds]))
+        else:
+            cells.append("-")
         print("| " + " | ".join(cells) + " |")
-    if log_ratios:
-        n = len(log_ratios)
-        g = math.exp(sum(log_ratios) / n)
-        gb = sorted(math.exp(x / n) for x in boot_logs)
-        lo, hi = gb[int(0.025 * resamples)], gb[int(0.975 * resamples) - 1]
-        cells = ["geometric mean (%d functions)" % n] + [""] * (len(tune_modes) + len(optuna_modes))
-        cells += ["**%.3f** [%.3f, %.3f]" % (g, lo, hi), "", ""]
-        print("| " + " | ".join(cells) + " |")
+    cells = ["geometric mean (functions)"] + [""] * (len(tune_modes) + len(optuna_modes))
+    cells += [vs_optuna.geomean(), "", "", vs_mv.geomean()]
+    print("| " + " | ".join(cells) + " |")
 
 
 def main():
@@ -121,7 +154,7 @@ def main():
             if key[0] not in functions:
                 functions.append(key[0])
     rng = random.Random(0)
-    for k in sorted({key[2] for key in tune} & {key[2] for key in optuna}):
+    for k in sorted({key[2] for key in tune}):
         print("\n%s, median simple regret after the last trial:\n" %
               ("Sequential" if k == 1 else "%d trials in flight" % k))
         table(tune, optuna, functions, k, args.resamples, rng)

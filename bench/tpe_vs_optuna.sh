@@ -2,10 +2,12 @@
 # tune's TPE against Optuna 5.0's TPESampler on the suite of bench/tpe_suite.h:
 # the same seed indices on both sides, 100 trials per run, median simple
 # regret per function for tune's default, multivariate and univariate modes
-# and Optuna's default (TPESampler()) and univariate, the ratio of the two
-# defaults with a bootstrap interval and P(tune < Optuna), and the geometric
-# mean of the ratios over the suite. Then the same for the two defaults with
-# 4 and 8 trials in flight (constant liar on both sides, their default).
+# (the last two with Optuna's settings of that mode) and Optuna's default
+# (TPESampler()) and univariate, the ratio of the two defaults with a
+# bootstrap interval and P(tune < Optuna), and the geometric mean of the
+# ratios over the suite. Then the same for the defaults (and tune's
+# multivariate mode) with 4 and 8 trials in flight (constant liar on both
+# sides, their default).
 #
 #   bench/tpe_vs_optuna.sh [--seeds 200] [--first-seed 0] [--jobs 2] [--inflight "1 4 8"]
 #                          [--functions a,b] [--build build] [--out DIR] [--side both|tune|optuna]
@@ -56,7 +58,7 @@ complete() {  # FILE EXPECTED_LINES: the file holds every run already
 # tune: every function in one process per in-flight count (seconds).
 [[ $side == optuna ]] || for k in $inflight; do
   modes=default,multivariate,univariate
-  ((k > 1)) && modes=default
+  ((k > 1)) && modes=default,multivariate
   nmodes=$(tr , '\n' <<< "$modes" | wc -l)
   nfun=$(tr , '\n' <<< "$functions" | wc -l)
   f=$out/tune_k$k.jsonl

@@ -15,7 +15,7 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "fuzz.sh: expected SECONDS as a whole number of at least 1, got '$seconds'" >&2
   exit 2
 fi
-all=(metric_line_fuzz tokenizer_json_fuzz bpe_encode_fuzz)
+all=(metric_line_fuzz tokenizer_json_fuzz bpe_encode_fuzz katib_import_fuzz)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 for t in "${targets[@]}"; do

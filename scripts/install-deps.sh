@@ -22,7 +22,7 @@ pkgs=(
   build-essential cmake pkg-config git python3
   libboost-dev libboost-filesystem-dev nlohmann-json3-dev libeigen3-dev
   libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2 bc time
-  libpcre2-dev libutf8proc-dev libyaml-cpp-dev
+  libpcre2-dev libutf8proc-dev libyaml-cpp-dev python3-venv
   clang libclang-rt-dev
 )
 if [ "$want_torch" = 1 ]; then

@@ -67,7 +67,12 @@ void TpeSampler::ResetPending() {
 SearchSpace TpeSampler::RelativeSpace(const SearchSpace& space, const History& history) {
   (void)history;
   space_ = space;  // lets SampleIndependent see the whole trial (duplicates)
-  return options_.multivariate ? space : SearchSpace{};
+  if (!options_.multivariate) return {};
+  if (!options_.independent_choices) return space;
+  SearchSpace numerical;
+  for (const auto& [name, dist] : space)
+    if (!std::holds_alternative<CategoricalDistribution>(dist)) numerical.emplace(name, dist);
+  return numerical;
 }
 
 void TpeSampler::SyncHistory(const History& history) {
@@ -255,6 +260,13 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
   return true;
 }
 
+int TpeSampler::CandidateCount(const std::vector<const Distribution*>& dists) const {
+  bool numerical = options_.n_ei_candidates_numerical > 0;
+  for (const Distribution* dist : dists)
+    numerical = numerical && !std::holds_alternative<CategoricalDistribution>(*dist);
+  return std::max(1, numerical ? options_.n_ei_candidates_numerical : options_.n_ei_candidates);
+}
+
 std::vector<std::vector<double>> TpeSampler::RankedCandidates(
     const std::vector<const Distribution*>& dists, const Split& split, int n_candidates) {
   const int d = split.d;
@@ -307,27 +319,42 @@ ParamMap TpeSampler::SampleRelative(const SearchSpace& relative, const History& 
     dists.push_back(&dist);
     all_discrete = all_discrete && IsDiscrete(dist);
   }
+  // The parameters left to SampleIndependent (choices, with
+  // independent_choices): a row is taken once as many trials share it as
+  // those parameters have completions (never if one is continuous).
+  double completions = 1;
+  for (const auto& [name, dist] : space_) {
+    if (relative.count(name)) continue;
+    auto n = Cardinality(dist);
+    completions = n ? completions * static_cast<double>(*n) : kInf;
+  }
   Split& split = split_;
-  if (!BuildSplit(names, dists, history, &split, all_discrete)) return {};
+  if (!BuildSplit(names, dists, history, &split, all_discrete && completions < kInf)) return {};
   const int d = split.d;
   const size_t n_taken = split.taken.size() / d;
   auto is_taken = [&](const std::vector<double>& row) {
-    if (!all_discrete) return false;
+    if (!all_discrete || completions == kInf) return false;
+    double sharing = 0;
     for (size_t t = 0; t < n_taken; ++t)
-      if (std::equal(row.begin(), row.end(), split.taken.begin() + t * d)) return true;
+      if (std::equal(row.begin(), row.end(), split.taken.begin() + t * d) && ++sharing >= completions) return true;
     return false;
   };
   auto to_params = [&](const std::vector<double>& row) {
     ParamMap params;
     for (int j = 0; j < d; ++j) params[names[j]] = FromInternal(*dists[j], row[j]);
+    // SampleIndependent, for the parameters left, avoids completing a trial
+    // that exists already.
+    ResetPending();
+    pending_history_size_ = history.size();
+    for (int j = 0; j < d; ++j) Remember(names[j], params[names[j]], IsDiscrete(*dists[j]), history);
     return params;
   };
 
   std::vector<std::vector<double>> ranked =
-      RankedCandidates(dists, split, std::max(1, options_.n_ei_candidates));
+      RankedCandidates(dists, split, CandidateCount(dists));
   const std::vector<double> best = ranked.front();
   for (int round = 0; round <= kDuplicateRounds; ++round) {
-    if (round > 0) ranked = RankedCandidates(dists, split, std::max(1, options_.n_ei_candidates));
+    if (round > 0) ranked = RankedCandidates(dists, split, CandidateCount(dists));
     for (const auto& row : ranked)
       if (!is_taken(row)) return to_params(row);
   }
@@ -355,7 +382,7 @@ ParamValue TpeSampler::SampleIndependent(const std::string& name, const Distribu
   ParamValue result;
   bool found = false;
   if (BuildSplit({name}, {&dist}, history, &split, false)) {
-    auto ranked = RankedCandidates({&dist}, split, std::max(1, options_.n_ei_candidates));
+    auto ranked = RankedCandidates({&dist}, split, CandidateCount({&dist}));
     result = FromInternal(dist, ranked.front()[0]);
     for (const auto& row : ranked) {
       ParamValue v = FromInternal(dist, row[0]);

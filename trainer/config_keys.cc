@@ -97,6 +97,12 @@ const std::vector<ConfigKey>& KnownConfigKeys() {
       {"quantization_config", kOne, "", "null", "quantized checkpoints are not supported"},
       {"auto_map", kOne, "", "null", "custom modeling code is not supported"},
       {"unsloth_version", kIgn, "", "", "metadata"},
+      {"unsloth_fixed", kIgn, "", "", "metadata"},
+      {"is_llama_config", kIgn, "", "", "nanotron metadata (SmolLM)"},
+      {"transformers.js_config", kIgn, "", "", "dtype hints for transformers.js"},
+      {"rope_interleaved", kOne, "", "false",
+       "nanotron's RoPE layout flag (SmolLM); transformers rotates halves, as lora_train does"},
+      {"use_mrope", kOne, "", "false", "Qwen2-VL's multimodal RoPE (DeepSeek-R1-Distill-Qwen writes false)"},
       // Heads and tasks other than causal LM.
       {"id2label", kIgn, "", "", "classification heads"},
       {"label2id", kIgn, "", "", "classification heads"},

@@ -167,7 +167,13 @@ Result<ModelConfig> LoadModelConfig(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   auto r = ParseModelConfig(ss.str());
-  if (!r.ok()) return Status(r.status().code(), path + ": " + r.status().message());
+  if (!r.ok()) {
+    // "config.json: why" -> "<path>: why", one sentence naming the file.
+    std::string why = r.status().message();
+    const std::string own = "config.json: ";
+    if (why.rfind(own, 0) == 0) why = why.substr(own.size());
+    return Status(r.status().code(), path + ": " + why);
+  }
   return r;
 }
 

@@ -15,8 +15,10 @@
 #include "schedulers/asha_scheduler.h"
 #include "search/grid.h"
 #include "search/sampler.h"
+#include "tracking/tensorboard_sink.h"
 #include "tuner/components.h"
 #include "tuner/experiment_spec.h"
+#include "tuner/export_tensorboard.h"
 #include "tuner/progress.h"
 #include "tuner/report.h"
 #include "tuner/storage/storage.h"
@@ -231,6 +233,12 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   parts.sampler = sampler->get();
   parts.scheduler = scheduler->get();
   parts.progress = progress.get();
+  std::unique_ptr<tracking::TrackingSink> tensorboard;
+  if (spec.tracking.tensorboard_dir) {
+    const std::string& dir = *spec.tracking.tensorboard_dir;
+    tensorboard = std::make_unique<tracking::TensorBoardSink>(dir.empty() ? "" : (fs::path(dir) / spec.name).string());
+    parts.tracking = tensorboard.get();
+  }
 
   if (!args.terminal) {
     out << "tune: experiment '" << spec.name << "' (" << spec.search.algorithm << " search, " << spec.scheduler.type
@@ -255,6 +263,7 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
         << ", " << ParamsShort(s.best_params) << "  (exact: tune best --db " << db_path << " --experiment "
         << spec.name << ")\n";
   }
+  for (const std::string& line : s.undelivered) out << "tune: tracking: not delivered: " << line << "\n";
   if (s.failed > 0) {
     out << "tune: " << s.failed << " trial" << (s.failed == 1 ? "" : "s") << " failed  (why: tune trials --db "
         << db_path << " --experiment " << spec.name << " --state failed)\n";
@@ -306,6 +315,10 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
     out << " (namespace " << spec.backend.kubernetes.namespace_
         << ", image " << spec.backend.kubernetes.image << ")";
   }
+  if (spec.tracking.tensorboard_dir) {
+    const std::string& dir = *spec.tracking.tensorboard_dir;
+    out << "\n  tracking    TensorBoard event files in " << (dir.empty() ? "each trial directory" : dir + "/" + spec.name + "/trial_NNNN");
+  }
   out << "\n  storage     " << (spec.storage_path.empty() ? "tune.db (or --db)" : spec.storage_path) << "\n";
   out << "  trial       " << spec.trial.workers << " worker(s):";
   for (const auto& a : spec.trial.command) out << " " << a;
@@ -339,6 +352,14 @@ int ImportanceCommand(const QueryArgs& args, std::ostream& out, std::ostream& er
   Status st = PrintImportance(**storage, args.experiment, args.format, out);
   // Too few trials yet is 1, as for tune best; an unknown experiment name is bad input (2).
   return st.ok() ? kExitOk : Fail(err, st, st.code() == StatusCode::kFailedPrecondition ? kExitFailed : kExitUsage);
+}
+
+int ExportTensorBoardCommand(const QueryArgs& args, const std::string& out_dir, std::ostream& out,
+                             std::ostream& err) {
+  auto storage = OpenExisting(args.db_path);
+  if (!storage.ok()) return Fail(err, storage.status());
+  Status st = ExportTensorBoard(**storage, args.experiment, out_dir, out);
+  return st.ok() ? kExitOk : Fail(err, st, st.code() == StatusCode::kInternal ? kExitFailed : kExitUsage);
 }
 
 int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {

@@ -36,6 +36,8 @@ int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int ImportanceCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
+// tune export tensorboard --out DIR: event files of a stored experiment.
+int ExportTensorBoardCommand(const QueryArgs& args, const std::string& out_dir, std::ostream& out, std::ostream& err);
 int RenderCommand(const std::string& path, int trial_number, std::ostream& out, std::ostream& err);
 // `tune import katib FILE [-o OUT]`: experiment.json on `out`, or in
 // `out_path` when given; each field not carried over as a line on `err`.

@@ -33,12 +33,14 @@ Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
     TpeSamplerOptions o;
     o.n_startup_trials = t.n_startup_trials;
     o.n_ei_candidates = t.n_ei_candidates;
+    o.n_ei_candidates_numerical = t.n_ei_candidates_numerical;
     o.gamma = t.gamma;
     o.prior_weight = t.prior_weight;
     o.consider_prior = t.consider_prior;
     o.consider_magic_clip = t.consider_magic_clip;
     o.consider_endpoints = t.consider_endpoints;
     o.multivariate = t.multivariate;
+    o.independent_choices = t.independent_choices;
     o.constant_liar = t.constant_liar;
     o.parzen_rules = t.parzen_rules == "optuna3" ? ParzenRules::kOptuna3 : ParzenRules::kOptuna5;
     o.maximize = spec.objective.mode == Mode::kMax;

@@ -30,7 +30,7 @@ constexpr int64_t kMaxGridPoints = 10'000'000;
 const std::vector<std::string> kTpeKeys = {
     "n_startup_trials", "n_ei_candidates",    "gamma",         "prior_weight",      "multivariate",
     "constant_liar",    "consider_endpoints", "consider_magic_clip", "consider_prior",
-    "parzen_rules"};
+    "parzen_rules",     "n_ei_candidates_numerical", "independent_choices"};
 
 bool NoSpace(const std::string& s) {
   return !s.empty() && spec_internal::Matches(s, "[^\\s=,]+");
@@ -185,6 +185,9 @@ Status ParseTpe(const ObjectReader& s, TpeOptions* tpe) {
   TUNE_RETURN_IF_ERROR(s.Int("n_ei_candidates", &tpe->n_ei_candidates));
   TUNE_RETURN_IF_ERROR(s.Expect(tpe->n_ei_candidates >= 1, "n_ei_candidates",
                                 "an integer of at least 1"));
+  TUNE_RETURN_IF_ERROR(s.Int("n_ei_candidates_numerical", &tpe->n_ei_candidates_numerical));
+  TUNE_RETURN_IF_ERROR(s.Expect(tpe->n_ei_candidates_numerical >= 0, "n_ei_candidates_numerical",
+                                "an integer of at least 0 (0: n_ei_candidates)"));
   if (s.Has("gamma")) {
     double gamma = 0;
     TUNE_RETURN_IF_ERROR(s.Double("gamma", &gamma));
@@ -195,6 +198,7 @@ Status ParseTpe(const ObjectReader& s, TpeOptions* tpe) {
   TUNE_RETURN_IF_ERROR(s.Double("prior_weight", &tpe->prior_weight));
   TUNE_RETURN_IF_ERROR(s.Expect(tpe->prior_weight > 0, "prior_weight", "a number above 0"));
   TUNE_RETURN_IF_ERROR(s.Bool("multivariate", &tpe->multivariate));
+  TUNE_RETURN_IF_ERROR(s.Bool("independent_choices", &tpe->independent_choices));
   TUNE_RETURN_IF_ERROR(s.Bool("constant_liar", &tpe->constant_liar));
   TUNE_RETURN_IF_ERROR(s.Bool("consider_endpoints", &tpe->consider_endpoints));
   TUNE_RETURN_IF_ERROR(s.Bool("consider_magic_clip", &tpe->consider_magic_clip));
@@ -336,7 +340,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   TUNE_ASSIGN_OR_RETURN(Json doc, ParseJson(r, text));
   TUNE_ASSIGN_OR_RETURN(ObjectReader top, ObjectReader::Make(r, doc, "", "a JSON object"));
   TUNE_RETURN_IF_ERROR(top.AllowOnly({"name", "objective", "parameters", "search", "scheduler",
-                                      "limits", "trial", "backend", "storage"}));
+                                      "limits", "trial", "backend", "tracking", "storage"}));
   ExperimentSpec spec;
   spec.source_path = path;
   spec.base_dir = BaseDir(path);
@@ -373,6 +377,9 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
     TUNE_RETURN_IF_ERROR(spec_internal::ParseBackend(r, *backend, spec.base_dir, &spec.backend));
   }
   TUNE_RETURN_IF_ERROR(spec_internal::CheckBackendNeeds(r, spec));
+  if (const Json* tracking = top.Find("tracking")) {
+    TUNE_RETURN_IF_ERROR(spec_internal::ParseTracking(r, *tracking, &spec.tracking));
+  }
   TUNE_RETURN_IF_ERROR(ParseStorage(r, top.Find("storage"), &spec.storage_path));
   return spec;
 }
@@ -404,13 +411,15 @@ Result<std::vector<std::string>> CheckResumable(const ExperimentSpec& spec, cons
                             e.what());
   }
   std::vector<std::string> changed;
-  for (const char* key : {"objective", "parameters", "search", "scheduler", "limits", "trial", "backend", "storage"}) {
+  for (const char* key :
+       {"objective", "parameters", "search", "scheduler", "limits", "trial", "backend", "tracking", "storage"}) {
     const Json none;
     const Json& a = stored.contains(key) ? stored[key] : none;
     const Json& b = given.contains(key) ? given[key] : none;
     if (a == b) continue;
     const std::string section = key;
-    if (section == "limits" || section == "trial" || section == "backend" || section == "storage") {
+    if (section == "limits" || section == "trial" || section == "backend" || section == "tracking" ||
+        section == "storage") {
       changed.push_back(section);
       continue;
     }

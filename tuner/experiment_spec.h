@@ -30,9 +30,15 @@ struct ObjectiveSpec {
 struct TpeOptions {
   int n_startup_trials = 10;
   int n_ei_candidates = 24;
+  // Ours: candidates when every parameter is numerical (no choice); 0 means
+  // n_ei_candidates (TpeSamplerOptions::n_ei_candidates_numerical).
+  int n_ei_candidates_numerical = 128;
   std::optional<double> gamma;  // fixed fraction; default Optuna's min(ceil(0.1 n), 25)
   double prior_weight = 1.0;
   bool multivariate = true;    // as Optuna 5.0 (bench/RESULTS.md: TPE out of the box)
+  // Ours: with multivariate, choices get models of their own
+  // (TpeSamplerOptions::independent_choices).
+  bool independent_choices = true;
   bool constant_liar = true;   // on by default: trials run in parallel
   bool consider_endpoints = false;
   bool consider_magic_clip = true;
@@ -103,6 +109,13 @@ struct BackendSpec {
   KubernetesOptions kubernetes;
 };
 
+// Outside trackers fed with every trial (docs/experiment.md, `tracking`).
+struct TrackingSpec {
+  // TensorBoard event files: unset = off; "" = in each trial's directory;
+  // else <dir>/<experiment>/trial_NNNN (dir relative to the current directory).
+  std::optional<std::string> tensorboard_dir;
+};
+
 struct ExperimentSpec {
   std::string name;
   std::string source_path;  // the experiment.json it came from
@@ -115,6 +128,7 @@ struct ExperimentSpec {
   LimitsSpec limits;
   TrialTemplate trial;
   BackendSpec backend;
+  TrackingSpec tracking;
   std::string storage_path;  // empty: ./tune.db
 };
 

@@ -124,6 +124,8 @@ Status ParsePoints(const Reader& r, const Json& v, const std::string& path, cons
 Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
                   const std::string& base_dir, TrialTemplate* out);
 Status ParseBackend(const Reader& r, const Json& v, const std::string& base_dir, BackendSpec* out);
+// `tracking`: which outside trackers get the trials.
+Status ParseTracking(const Reader& r, const Json& v, TrackingSpec* out);
 // Checks between sections that depend on the backend type (image for
 // kubernetes; slots and GPUs for local).
 Status CheckBackendNeeds(const Reader& r, const ExperimentSpec& spec);

@@ -97,6 +97,14 @@ int main(int argc, char** argv) {
   auto* status_cmd = app.add_subcommand("status", "Experiments, trial counts per state, best so far");
   add_query(status_cmd, false);
 
+  std::string export_out;
+  auto* export_cmd = app.add_subcommand("export", "Send a stored experiment to an outside tracker");
+  export_cmd->require_subcommand(1);
+  auto* export_tb_cmd =
+      export_cmd->add_subcommand("tensorboard", "Write TensorBoard event files (scalars and HParams) of an experiment");
+  add_query(export_tb_cmd, true);
+  export_tb_cmd->add_option("--out", export_out, "Directory; the files go to OUT/<experiment>/trial_NNNN")->required();
+
   std::string render_path;
   int render_trial = 0;
   auto* render_cmd = app.add_subcommand("render", "Print the Kubernetes manifests a trial would get, without a cluster");
@@ -120,7 +128,8 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
-      what = std::string("unknown command '") + argv[1] + "' (expected run, validate, best, trials, importance, status, render or import)";
+      what = std::string("unknown command '") + argv[1] +
+             "' (expected run, validate, best, trials, importance, status, export, render or import)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -147,6 +156,7 @@ int main(int argc, char** argv) {
   if (*trials_cmd) return tune::TrialsCommand(query, std::cout, std::cerr);
   if (*status_cmd) return tune::StatusCommand(query, std::cout, std::cerr);
   if (*importance_cmd) return tune::ImportanceCommand(query, std::cout, std::cerr);
+  if (*export_tb_cmd) return tune::ExportTensorBoardCommand(query, export_out, std::cout, std::cerr);
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
   if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
   return 2;

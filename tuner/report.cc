@@ -45,17 +45,6 @@ double Now() {
   return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
 }
 
-Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& name) {
-  if (!name.empty()) return storage.FindExperiment(name);
-  TUNE_ASSIGN_OR_RETURN(std::vector<ExperimentRecord> all, storage.ListExperiments());
-  if (all.empty()) {
-    return Status::FailedPrecondition(
-        "the database has no experiments yet; run 'tune run EXPERIMENT.json' first");
-  }
-  // ListExperiments is in creation order: the last one is the newest.
-  return all.back();
-}
-
 bool HasValue(const Trial& t) { return t.value.has_value() && !std::isnan(*t.value); }
 
 // The best completed trial, or nullptr.
@@ -143,6 +132,17 @@ std::vector<std::string> ParamNames(const std::vector<TrialRecord>& records) {
 }
 
 }  // namespace
+
+Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& name) {
+  if (!name.empty()) return storage.FindExperiment(name);
+  TUNE_ASSIGN_OR_RETURN(std::vector<ExperimentRecord> all, storage.ListExperiments());
+  if (all.empty()) {
+    return Status::FailedPrecondition(
+        "the database has no experiments yet; run 'tune run EXPERIMENT.json' first");
+  }
+  // ListExperiments is in creation order: the last one is the newest.
+  return all.back();
+}
 
 std::string FormatDuration(double seconds) {
   char buf[32];

@@ -25,6 +25,10 @@
 
 namespace tune {
 
+// The experiment named `name`, or the newest one when `name` is empty
+// (FailedPrecondition if there is none).
+Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& name);
+
 // The best completed trial (pruned, failed and stopped trials are not
 // candidates; ties go to the lower number). `format` "table" (for humans) or
 // "json": {"experiment", "trial_id", "number", "value", "metric", "mode",

@@ -294,6 +294,7 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   running.insert(id);
   started_at[id] = Clock::now();
   if (parts.progress) parts.progress->OnTrialStarted(t);
+  if (parts.tracking) parts.tracking->OnAttemptStarted(t, trial_dir);
   return Status::Ok();
 }
 
@@ -347,6 +348,7 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
       t.value = ScopedValue(t, spec.objective);
     }
     if (parts.progress) parts.progress->OnTrialReport(t, r.step, obj);
+    if (parts.tracking) parts.tracking->OnReport(t, r);
     if (!obj) {
       if (t.intermediate.empty()) {
         std::set<std::string>& names = other_metrics[id];
@@ -411,6 +413,10 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
   parts.sampler->AfterTrial(t);
   NoteValue(t);
   if (parts.progress) parts.progress->OnTrialEnded(t, message);
+  if (parts.tracking) {
+    parts.tracking->OnTrialFinished(
+        t, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  }
   return Status::Ok();
 }
 
@@ -482,6 +488,7 @@ Status Tuner::Impl::StopAllRunning(TrialState as, const std::string& message) {
         auto obj = Objective(r);
         TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
         if (obj) t.intermediate[r.step] = *obj;
+        if (parts.tracking) parts.tracking->OnReport(t, r);
       }
     }
     if (as == TrialState::kPending) {
@@ -603,6 +610,7 @@ Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
     run.Tick(false);
   }
   parts_.backend->Shutdown();
+  if (parts_.tracking) summary.undelivered = parts_.tracking->Finish();
   ProgressCounts c = run.Counts();
   summary.completed = c.completed;
   summary.pruned = c.pruned;

@@ -15,10 +15,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "schedulers/scheduler.h"
 #include "search/sampler.h"
 #include "trial_runner/trial_backend.h"
+#include "tracking/tracking_sink.h"
 #include "tuner/core/status.h"
 #include "tuner/experiment_spec.h"
 #include "tuner/progress.h"
@@ -46,6 +48,8 @@ struct RunSummary {
   std::optional<int> best_number;
   std::optional<double> best_value;
   ParamMap best_params;  // the best trial's; empty without one
+  // What the tracking sinks could not deliver, a line each.
+  std::vector<std::string> undelivered;
 };
 
 // Components the tuner drives. Ownership stays with the caller; all must
@@ -56,6 +60,7 @@ struct TunerParts {
   Sampler* sampler = nullptr;
   Scheduler* scheduler = nullptr;
   ProgressSink* progress = nullptr;  // may be null
+  tracking::TrackingSink* tracking = nullptr;  // may be null
 };
 
 class Tuner {

@@ -92,6 +92,19 @@ TEST_CASE("import cli: every Katib example converts or fails with its reason", "
   CHECK_FALSE(fs::exists(dir.path / "exp.json"));
 }
 
+#ifdef TUNE_HAVE_K8S
+TEST_CASE("import cli: a converted Job experiment renders its trial manifests", "[import][cli]") {
+  TempDir dir;
+  REQUIRE(Tune(dir, "import katib " + Example("random.yaml") + " -o random.json").exit_code == 0);
+  Run r = Tune(dir, "render random.json --trial 1");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("\"image\": \"ghcr.io/kubeflow/katib/pytorch-mnist-cpu:latest\"") != std::string::npos);
+  CHECK(r.out.find("\"--lr=0.0") != std::string::npos);  // ${lr} sampled in [0.01, 0.05]
+  CHECK(r.out.find("\"memory\": \"1Gi\"") != std::string::npos);
+}
+#endif
+
 TEST_CASE("import cli: stdout without -o, notes on stderr", "[import][cli]") {
   TempDir dir;
   Run r = Tune(dir, "import katib " + Example("median-stop.yaml"));

@@ -347,3 +347,31 @@ TEST_CASE("import katib: bad values name the line and the path", "[import][katib
   CHECK(ImportError(tfjob).find("trialSpec.kind: expected Job (batch/v1) or PyTorchJob (kubeflow.org/v1), got TFJob "
                                 "(kubeflow.org/v1)") != std::string::npos);
 }
+
+TEST_CASE("import katib: messages stay one line whatever the names hold", "[import][katib]") {
+  std::string d = Doc(kX);
+  d.replace(d.find("kind: Job\n"), 10, "kind: \"Job\\nX\"\n");
+  std::string msg = ImportError(d);
+  CHECK(msg.find("got \"Job\\nX\" (batch/v1)") != std::string::npos);
+  std::string bad_utf8 = Doc("    - name: x\n      parameterType: categorical\n      feasibleSpace: {list: [\"a\xff\"]}\n");
+  CHECK(ImportError(bad_utf8) == "exp.yaml: line 15, column 32: expected YAML text (printable UTF-8), got the byte 0xff");
+  CHECK(ImportError("a: \"\x01\"\n") ==
+        "exp.yaml: line 1, column 5: expected YAML text (printable UTF-8), got the control character 0x01");
+}
+
+TEST_CASE("import katib: control characters are refused before the YAML parser", "[import][katib]") {
+  // Found by katib_import_fuzz: a control character in a quoted scalar made
+  // yaml-cpp's message quote a line break.
+  CHECK(ImportError("a: 1\nb: \"\\\x15\"\n") ==
+        "exp.yaml: line 2, column 6: expected YAML text (printable UTF-8), got the control character 0x15");
+}
+
+TEST_CASE("import katib: one document, read without yaml-cpp's LoadAll loop", "[import][katib]") {
+  // yaml-cpp 0.7's LoadAll never returns on this input (upstream PR 1319);
+  // the importer reads one document and finds others by their marker.
+  CHECK(ImportError("\n,\n    ") == "exp.yaml: expected a Katib Experiment, got an empty document");
+  std::string two = Doc(kX) + "---\napiVersion: v1\nkind: ConfigMap\n";
+  CHECK(ImportError(two) == "exp.yaml: line 31: expected one YAML document (a Katib Experiment), got a second one");
+  // A leading marker, comments and a document end are not a second document.
+  Import("# an experiment\n---\n" + Doc(kX) + "...\n");
+}

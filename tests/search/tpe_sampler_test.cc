@@ -47,6 +47,62 @@ TEST_CASE("TPE is multivariate by default (as Optuna 5.0) and univariate with mu
   CHECK(each.RelativeSpace(Plane(), {}).empty());
 }
 
+TEST_CASE("TPE with independent_choices models choices on their own and numbers jointly", "[tpe]") {
+  SearchSpace space = Plane();
+  space["c"] = CategoricalDistribution{{ParamValue(std::string("a")), ParamValue(std::string("b"))}, false};
+  space["n"] = IntDistribution{1, 8, false, 1};
+  TpeSamplerOptions o;
+  REQUIRE(o.independent_choices);  // the default
+  TpeSampler split(o);
+  SearchSpace relative = split.RelativeSpace(space, {});
+  CHECK(relative.size() == 3);
+  CHECK(relative.count("c") == 0);
+  o.independent_choices = false;
+  TpeSampler joint(o);
+  CHECK(joint.RelativeSpace(space, {}).size() == 4);
+  // Every parameter is still sampled, c by its own model.
+  History h = RunSequential(split, space, 3, 20, Bowl);
+  for (const Trial& t : h) CHECK(t.params.size() == 4);
+}
+
+TEST_CASE("TPE draws n_ei_candidates_numerical candidates only where no parameter is a choice", "[tpe]") {
+  auto objective = [](const ParamMap& p) {
+    double v = Bowl(p);
+    if (auto it = p.find("c"); it != p.end()) v += std::get<std::string>(it->second) == "a" ? 0 : 0.5;
+    return v;
+  };
+  SearchSpace mixed = Plane();
+  mixed["c"] = CategoricalDistribution{{ParamValue(std::string("a")), ParamValue(std::string("b"))}, false};
+  for (bool multivariate : {false, true}) {
+    INFO("multivariate " << multivariate);
+    auto run = [&](const SearchSpace& space, int n_ei, int n_ei_numerical, bool independent_choices = false) {
+      TpeSamplerOptions o = Options(5, multivariate);
+      o.n_ei_candidates = n_ei;
+      o.n_ei_candidates_numerical = n_ei_numerical;
+      o.independent_choices = independent_choices;
+      TpeSampler tpe(o);
+      return RunSequential(tpe, space, 5, 30, objective);
+    };
+    auto params = [](const History& h) {
+      std::vector<ParamMap> p;
+      for (const Trial& t : h) p.push_back(t.params);
+      return p;
+    };
+    // Numerical only: 0 means n_ei_candidates; any other count changes the draws.
+    CHECK(params(run(Plane(), 24, 0)) == params(run(Plane(), 24, 24)));
+    CHECK(params(run(Plane(), 24, 0)) != params(run(Plane(), 24, 128)));
+    // With a choice, a joint model of all parameters keeps n_ei_candidates;
+    // one model per parameter, or a joint one of the numerical parameters
+    // (independent_choices), uses the numerical count for x and y.
+    if (multivariate) {
+      CHECK(params(run(mixed, 24, 0)) == params(run(mixed, 24, 128)));
+      CHECK(params(run(mixed, 24, 0, true)) != params(run(mixed, 24, 128, true)));
+    } else {
+      CHECK(params(run(mixed, 24, 0)) != params(run(mixed, 24, 128)));
+    }
+  }
+}
+
 TEST_CASE("TPE draws exactly like RandomSampler during the startup phase", "[tpe]") {
   const SearchSpace space = Plane();
   for (bool multivariate : {false, true}) {

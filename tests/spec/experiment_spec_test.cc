@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "tuner/experiment_spec.h"
+#include "search/tpe_sampler.h"
 
 namespace tune {
 namespace {
@@ -151,9 +152,11 @@ TEST_CASE("spec: absent keys get their documented defaults", "[spec]") {
   CHECK_FALSE(spec.search.seed_given);
   CHECK(spec.search.tpe.n_startup_trials == 10);
   CHECK(spec.search.tpe.n_ei_candidates == 24);
+  CHECK(spec.search.tpe.n_ei_candidates_numerical == TpeSamplerOptions{}.n_ei_candidates_numerical);
   CHECK_FALSE(spec.search.tpe.gamma.has_value());
   CHECK(spec.search.tpe.prior_weight == 1.0);
   CHECK(spec.search.tpe.multivariate);  // Optuna 5.0's default
+  CHECK(spec.search.tpe.independent_choices == TpeSamplerOptions{}.independent_choices);
   CHECK(spec.search.tpe.constant_liar);
   CHECK(spec.search.tpe.parzen_rules == "optuna5");
 

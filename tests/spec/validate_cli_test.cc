@@ -160,7 +160,7 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
            "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
            "trial": {"command": ["p"]}})",
        "limit: expected one of the keys \"name\", \"objective\", \"parameters\", \"search\", "
-       "\"scheduler\", \"limits\", \"trial\", \"backend\" or \"storage\", got the unknown key "
+       "\"scheduler\", \"limits\", \"trial\", \"backend\", \"tracking\" or \"storage\", got the unknown key "
        "\"limit\" (did you mean \"limits\"?)"},
       {"{\"name\": \"x\",\n}", "line 2, column 1: expected valid JSON (string literal), got unexpected '}'"},
   };

@@ -128,6 +128,17 @@ TEST_CASE("config.json: unknown keys and unsupported values are refused in one s
   j = Base("mistral");
   j["layer_types"] = {"full_attention", "sliding_attention", "full_attention"};
   CHECK_THAT(Refusal(j), Catch::Contains("'layer_types'"));
+  // Keys of popular hub checkpoints: SmolLM2 (nanotron) and DeepSeek-R1-Distill-Qwen.
+  j = Base("llama");
+  j["is_llama_config"] = true;
+  j["rope_interleaved"] = false;
+  j["transformers.js_config"] = {{"kv_cache_dtype", {{"q4f16", "float16"}}}};
+  CHECK(Parse(j).ok());
+  j["rope_interleaved"] = true;
+  CHECK_THAT(Refusal(j), Catch::Contains("'rope_interleaved'"));
+  j = Base("qwen2");
+  j["use_mrope"] = false;
+  CHECK(Parse(j).ok());
   // Harmless keys and metadata are ignored on purpose.
   j = Base("llama");
   for (const char* k : {"_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache",

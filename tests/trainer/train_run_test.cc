@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -176,6 +178,34 @@ TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][dist
   INFO(Slurp(dir + "/r0.err"));
   CHECK(rc != 0);
   CHECK_THAT(Slurp(dir + "/r0.err"), Catch::Contains("rank 0"));
+}
+
+TEST_CASE("a config.json key that could change the math is refused: exit 2, the key and the file named, no output",
+          "[trainer][run][config]") {
+  const std::string dir = testing::TempDir("badkey");
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  const std::string data = WriteData(dir);
+  std::filesystem::copy(testing::GoldenDir() + "/llama_v5", dir + "/base", std::filesystem::copy_options::recursive);
+  std::filesystem::copy(testing::GoldenDir() + "/llama/tokenizer.json", dir + "/base/tokenizer.json");
+  auto config = nlohmann::json::parse(Slurp(dir + "/base/config.json"));
+  for (const auto& [key, value] : {std::pair<std::string, nlohmann::json>{"logit_scale", 0.5},
+                                   {"rope_parameters", {{"rope_type", "longrope"}, {"rope_theta", 1e4}}}}) {
+    INFO(key);
+    nlohmann::json bad = config;
+    bad[key] = value;
+    std::ofstream(dir + "/base/config.json") << bad.dump(1);
+    const int rc = Sh(Bin() + " --base " + dir + "/base --data " + data + " --threads 1 --max-steps 2 --output " +
+                      dir + "/out > " + dir + "/stdout 2> " + dir + "/stderr");
+    const std::string err = Slurp(dir + "/stderr");
+    INFO(err);
+    CHECK(rc == 2);
+    CHECK_THAT(err, Catch::Contains(dir + "/base/config.json") && Catch::Contains(key));
+    CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+    CHECK_FALSE(std::filesystem::exists(dir + "/out"));
+  }
 }
 
 }  // namespace

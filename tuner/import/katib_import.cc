@@ -12,12 +12,17 @@
 
 namespace tune {
 
+using katib_internal::CheckText;
 using katib_internal::Child;
 using katib_internal::Ctx;
 using katib_internal::Get;
 using katib_internal::Index;
 using katib_internal::Json;
+using katib_internal::OneLine;
 using katib_internal::Present;
+using katib_internal::Quote;
+using katib_internal::SecondDocumentLine;
+using katib_internal::Word;
 
 namespace {
 
@@ -61,7 +66,7 @@ Status ConvertParameter(Ctx& ctx, const YAML::Node& p, const std::string& path, 
   if (Present(dist_node)) TUNE_RETURN_IF_ERROR(ctx.String(dist_node, Child(fs_path, "distribution"), &distribution));
   if (distribution != "uniform" && distribution != "logUniform") {
     return ctx.FailNode(dist_node, Child(fs_path, "distribution"),
-                        "uniform or logUniform for parameter \"" + *name + "\" (tune has no " + distribution +
+                        "uniform or logUniform for parameter " + Quote(*name) + " (tune has no " + Word(distribution) +
                             " distribution; use logUniform or uniform bounds instead)");
   }
   bool log = distribution == "logUniform";
@@ -170,7 +175,7 @@ Status ConvertObjective(Ctx& ctx, const YAML::Node& spec, Json* out) {
         return ctx.FailNode(Get(strategies[i], "value"), Child(ip, "value"), "min, max or latest");
       }
       if (name != metric) {
-        ctx.Note(ip, "not carried over (tune records every report of " + name +
+        ctx.Note(ip, "not carried over (tune records every report of " + Word(name) +
                          "; a strategy matters only for the objective)");
       } else if (value == "latest") {
         scope = "last";
@@ -185,7 +190,7 @@ Status ConvertObjective(Ctx& ctx, const YAML::Node& spec, Json* out) {
   if (YAML::Node extra = Get(o, "additionalMetricNames"); Present(extra)) {
     TUNE_RETURN_IF_ERROR(ctx.Seq(extra, Child(path, "additionalMetricNames")));
     std::string names;
-    for (const auto& n : extra) names += (names.empty() ? "" : ", ") + n.Scalar();
+    for (const auto& n : extra) names += (names.empty() ? "" : ", ") + Word(n.IsScalar() ? n.Scalar() : "");
     ctx.Note(Child(path, "additionalMetricNames"),
              "recorded without a key: tune stores every metric a trial reports (" + names + ")");
   }
@@ -344,7 +349,10 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
   if (!Present(Get(meta, "name"))) return ctx.Missing(meta, "metadata.name", "the Experiment's name");
   TUNE_RETURN_IF_ERROR(ctx.String(Get(meta, "name"), "metadata.name", &name));
   if (Present(Get(meta, "namespace"))) TUNE_RETURN_IF_ERROR(ctx.String(Get(meta, "namespace"), "metadata.namespace", &namespace_));
-  ctx.NoteOthers(meta, "metadata", {"name", "namespace"});
+  const std::string kNoObject =
+      "not carried over (tune creates no Experiment object; backend.labels and backend.annotations label every "
+      "trial object)";
+  ctx.NoteOthers(meta, "metadata", {"name", "namespace"}, {{"labels", kNoObject}, {"annotations", kNoObject}});
   ctx.NoteOthers(doc, "", {"apiVersion", "kind", "metadata", "spec"},
                  {{"status", "not carried over (the Experiment's status belongs to the cluster it ran on)"}});
   if (!Present(spec)) return ctx.Missing(doc, "spec", "the Experiment's spec");
@@ -370,10 +378,10 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
     if (names.count(katib_name) || parameters.contains(ours)) {
       return ctx.Fail(params[i], Child(path, "name"),
                       "a name no other parameter has, also as tune writes it (" + ours + ")",
-                      "\"" + katib_name + "\"");
+                      Quote(katib_name));
     }
     if (ours != katib_name) {
-      ctx.Note(Child(path, "name"), "\"" + katib_name + "\" is parameter \"" + ours +
+      ctx.Note(Child(path, "name"), Quote(katib_name) + " is parameter \"" + ours +
                                         "\" (tune's names are letters, digits and _)");
     }
     names[katib_name] = ours;
@@ -401,7 +409,7 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
     }
     if (kind_name != "StdOut" && kind_name != "None") {
       ctx.Note("spec.metricsCollectorSpec.collector.kind",
-               "warning: the " + kind_name +
+               "warning: the " + Word(kind_name) +
                    " collector is not carried over; tune reads metrics only from rank 0's stdout "
                    "(name=value or JSON lines), so the trial must print them there");
     }
@@ -428,35 +436,40 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
 }  // namespace
 
 Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const std::string& path) {
-  std::vector<YAML::Node> docs;
+  if (Status st = CheckText(yaml_text, path); !st.ok()) return st;
+  // YAML::Load reads the first document only: yaml-cpp 0.7's LoadAll can
+  // loop forever, allocating, on some malformed input (fixed upstream after
+  // 0.8). A second document is found by its marker instead.
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(yaml_text);
+    doc = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
     std::string where = e.mark.is_null() ? "" : "line " + std::to_string(e.mark.line + 1) + ", column " +
                                                     std::to_string(e.mark.column + 1) + ": ";
-    return Status::InvalidArgument(path + ": " + where + "expected valid YAML (" + e.msg + ")");
+    return Status::InvalidArgument(path + ": " + where + "expected valid YAML (" + OneLine(e.msg) + ")");
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(path + ": expected valid YAML (" + e.msg + ")");
+    return Status::InvalidArgument(path + ": expected valid YAML (" + OneLine(e.msg) + ")");
   }
-  std::vector<YAML::Node> present;
-  for (const auto& d : docs) {
-    if (Present(d)) present.push_back(d);
-  }
-  if (present.size() != 1) {
-    return Status::InvalidArgument(path + ": expected one YAML document (a Katib Experiment), got " +
-                                   std::to_string(present.size()));
+  if (!Present(doc)) return Status::InvalidArgument(path + ": expected a Katib Experiment, got an empty document");
+  if (int line = SecondDocumentLine(yaml_text); line > 0) {
+    return Status::InvalidArgument(path + ": line " + std::to_string(line) +
+                                   ": expected one YAML document (a Katib Experiment), got a second one");
   }
   Ctx ctx(path);
   Json out = Json::object();
   try {
-    TUNE_RETURN_IF_ERROR(Convert(ctx, present[0], &out));
+    TUNE_RETURN_IF_ERROR(Convert(ctx, doc, &out));
   } catch (const YAML::Exception& e) {
     // Bad conversions are checked before they happen; this is a safety net
     // so that no yaml-cpp exception leaves the module.
-    return Status::InvalidArgument(path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    return Status::InvalidArgument(path + ": line " + std::to_string(e.mark.line + 1) + ": " + OneLine(e.msg));
   }
   KatibImport result;
-  result.experiment_json = out.dump(2) + "\n";
+  try {
+    result.experiment_json = out.dump(2) + "\n";
+  } catch (const Json::exception&) {
+    return Status::InvalidArgument(path + ": expected UTF-8 text, got a value that is not");
+  }
   result.notes = ctx.TakeNotes();
   return result;
 }

@@ -43,7 +43,7 @@ Status Substitute(const Ctx& ctx, const YAML::Node& n, const std::string& path, 
     auto it = subs.find(name);
     if (it == subs.end()) {
       std::string known;
-      for (const auto& [k, v] : subs) known += (known.empty() ? "" : ", ") + k;
+      for (const auto& [k, v] : subs) known += (known.empty() ? "" : ", ") + Word(k);
       return ctx.FailNode(n, path, "${trialParameters.<name>} to name one of trialTemplate.trialParameters (" +
                                        known + ")");
     }
@@ -81,7 +81,7 @@ Status TrialParameters(Ctx& ctx, const YAML::Node& tt, const std::string& path,
       (*subs)[name] = m->second;
     } else {
       std::string known;
-      for (const auto& [k, v] : params) known += k + ", ";
+      for (const auto& [k, v] : params) known += Word(k) + ", ";
       return ctx.FailNode(ref, Child(ip, "reference"),
                           "the name of a parameter (" + known +
                               "or ${trialSpec.Name}, ${trialSpec.Namespace}, ${trialSpec.Kind}, "
@@ -197,16 +197,16 @@ Status Container(Ctx& ctx, const YAML::Node& c, const std::string& path, const S
       TUNE_RETURN_IF_ERROR(ctx.Map(env[i], ip));
       TUNE_RETURN_IF_ERROR(ctx.String(Get(env[i], "name"), Child(ip, "name"), &name));
       if (Present(Get(env[i], "valueFrom"))) {
-        ctx.Note(ip, name + " not carried over (tune's trial.env holds plain values, not valueFrom)");
+        ctx.Note(ip, Word(name) + " not carried over (tune's trial.env holds plain values, not valueFrom)");
         continue;
       }
       if (TunerSetsVariable(name) || (pytorchjob && name.rfind("PET_", 0) == 0)) {
-        ctx.Note(ip, name + " not carried over (tune" + std::string(pytorchjob ? " or the training operator" : "") +
+        ctx.Note(ip, Word(name) + " not carried over (tune" + std::string(pytorchjob ? " or the training operator" : "") +
                          " sets it for every worker)");
         continue;
       }
       if (!EnvName(name)) {
-        ctx.Note(ip, name + " not carried over (tune's variable names are letters, digits and _)");
+        ctx.Note(ip, Word(name) + " not carried over (tune's variable names are letters, digits and _)");
         continue;
       }
       if (Present(Get(env[i], "value"))) TUNE_RETURN_IF_ERROR(Substitute(ctx, Get(env[i], "value"), Child(ip, "value"), subs, &value));
@@ -254,7 +254,7 @@ Status PodTemplate(Ctx& ctx, const YAML::Node& tmpl, const std::string& path, co
       found = true;
       TUNE_RETURN_IF_ERROR(Container(ctx, containers[i], Index(cp, i), subs, pytorchjob, trial, backend));
     } else {
-      ctx.Note(Index(cp, i), "container " + name + " not carried over (tune runs one container per worker)");
+      ctx.Note(Index(cp, i), "container " + Word(name) + " not carried over (tune runs one container per worker)");
     }
   }
   if (!found) {
@@ -333,7 +333,7 @@ Status ConvertTrialTemplate(Ctx& ctx, const YAML::Node& tt, const std::string& p
   bool pytorchjob = api_version == "kubeflow.org/v1" && kind == "PyTorchJob";
   if (!job && !pytorchjob) {
     return ctx.Fail(ts, Child(tp, "kind"), "Job (batch/v1) or PyTorchJob (kubeflow.org/v1)",
-                    kind + " (" + api_version + ")");
+                    Word(kind) + " (" + Word(api_version) + ")");
   }
   (*backend)["job_kind"] = job ? "job" : "pytorchjob";
 

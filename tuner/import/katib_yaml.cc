@@ -3,7 +3,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <regex>
 
 namespace tune {
@@ -48,20 +50,32 @@ bool ParseInt(const std::string& s, int64_t* out) {
 }  // namespace
 
 std::string Child(const std::string& path, const std::string& key) {
-  std::string k = IsWord(key) ? key : "[" + Json(key).dump() + "]";
+  std::string k = IsWord(key) ? key : "[" + Quote(key) + "]";
   if (path.empty()) return k;
   return k[0] == '[' ? path + k : path + "." + k;
 }
 
 std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
+std::string Quote(const std::string& s) {
+  std::string cut = s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  // Invalid UTF-8 is replaced rather than thrown on.
+  return Json(cut).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string Word(const std::string& s) {
+  if (s.empty() || s.size() > 60) return Quote(s);
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("_.-/:", c)) return Quote(s);
+  }
+  return s;
+}
+
 std::string Show(const YAML::Node& n) {
   if (!Present(n)) return "nothing";
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a map";
-  std::string s = n.Scalar();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return Json(s).dump();
+  return Quote(n.Scalar());
 }
 
 YAML::Node Get(const YAML::Node& map, const std::string& key) {
@@ -114,15 +128,74 @@ Status Ctx::Integer(const YAML::Node& n, const std::string& path, int64_t* out) 
   return Status::Ok();
 }
 
-Status Ctx::Bool(const YAML::Node& n, const std::string& path, bool* out) const {
-  if (n.IsScalar() && (n.Scalar() == "true" || n.Scalar() == "True" || n.Scalar() == "TRUE")) {
-    *out = true;
-  } else if (n.IsScalar() && (n.Scalar() == "false" || n.Scalar() == "False" || n.Scalar() == "FALSE")) {
-    *out = false;
-  } else {
-    return FailNode(n, path, "true or false");
+std::string OneLine(const std::string& msg) {
+  std::string out;
+  for (char c : msg) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Status CheckText(const std::string& s, const std::string& path) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+    uint32_t cp = len == 1 ? b : len == 2 ? b & 0x1f : len == 3 ? b & 0x0f : b & 0x07;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      ok = (c & 0xc0) == 0x80;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    // No overlong forms, surrogates or code points past U+10FFFF.
+    ok = ok && !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
+         cp <= 0x10ffff;
+    bool printable = cp == 0x09 || cp == 0x0a || cp == 0x0d || (cp >= 0x20 && cp <= 0x7e) || cp == 0x85 ||
+                     (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || cp >= 0x10000;
+    if (!ok || !printable) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "0x%02x", b);
+      return Status::InvalidArgument(path + ": line " + std::to_string(line) + ", column " + std::to_string(column) +
+                                     ": expected YAML text (printable UTF-8), got " +
+                                     (ok ? "the control character " : "the byte ") + buf);
+    }
+    if (cp == 0x0a) {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += len;
   }
   return Status::Ok();
+}
+
+int SecondDocumentLine(const std::string& s) {
+  bool content = false;
+  int line = 0;
+  for (size_t pos = 0; pos < s.size();) {
+    size_t end = s.find('\n', pos);
+    if (end == std::string::npos) end = s.size();
+    std::string l = s.substr(pos, end - pos);
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    ++line;
+    bool marker = l.rfind("---", 0) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    if (marker && content) return line;
+    if (marker && l.find_first_not_of(" \t", 3) != std::string::npos && l[l.find_first_not_of(" \t", 3)] != '#') {
+      content = true;  // "--- {a: 1}": content on the marker's line
+    }
+    size_t first = l.find_first_not_of(" \t");
+    if (!marker && first != std::string::npos && l[first] != '#' && l[first] != '%' && l != "...") content = true;
+    pos = end + 1;
+  }
+  return 0;
 }
 
 Json Ctx::ToJson(const YAML::Node& n) {

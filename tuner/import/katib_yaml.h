@@ -31,6 +31,25 @@ std::string Index(const std::string& path, size_t i);
 // nothing.
 std::string Show(const YAML::Node& n);
 
+// User text inside a message, kept to one line: JSON-quoted, cut when long.
+std::string Quote(const std::string& s);
+// A name inside a message: as it is when made of letters, digits and
+// `_.-/:`, else Quote(s).
+std::string Word(const std::string& s);
+
+// Checks that `text` is YAML text: UTF-8 of printable characters (YAML
+// 1.2's c-printable: tab, line breaks, U+0020-U+007E, U+0085,
+// U+00A0-U+D7FF, U+E000-U+FFFD, U+10000-U+10FFFF). Otherwise
+// InvalidArgument "<path>: line <n>, column <m>: expected YAML text ...".
+Status CheckText(const std::string& text, const std::string& path);
+// The line (1-based) of a "---" marker that starts a second document, or
+// 0. A line beginning with "---" and a space or its end is a document
+// marker wherever it stands, even inside a scalar (YAML 1.2, 9.1).
+int SecondDocumentLine(const std::string& text);
+// A yaml-cpp message on one line: control characters as \xNN (it may
+// quote the offending character, e.g. a line break).
+std::string OneLine(const std::string& msg);
+
 // The value under `key` of a map node; an undefined node when `map` is not
 // a map or has no such key. A YAML null (`key:` with nothing after it)
 // counts as absent.
@@ -70,7 +89,6 @@ class Ctx {
   Status String(const YAML::Node& n, const std::string& path, std::string* out) const;
   Status Number(const YAML::Node& n, const std::string& path, double* out) const;
   Status Integer(const YAML::Node& n, const std::string& path, int64_t* out) const;
-  Status Bool(const YAML::Node& n, const std::string& path, bool* out) const;
 
   // A YAML subtree as JSON (for pod fields passed to Kubernetes as they
   // are): plain scalars resolve as YAML 1.2's core schema (null, booleans,

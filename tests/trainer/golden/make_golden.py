@@ -37,7 +37,8 @@ Fixtures (all small, float32):
 
 --check-peft BIN: trains an adapter with `BIN` on the llama and qwen3 fixtures,
 loads it with PEFT and compares PEFT's logits with `BIN logits` (max abs
-difference).
+difference); then has `BIN init` write a Qwen3 base (yarn, sliding window) and
+checks that transformers reads its config.json as the same model.
 """
 import argparse
 import json
@@ -302,6 +303,36 @@ def check_peft(binary, arch="llama"):
         return diff <= 1e-4 * max(1.0, scale)
 
 
+def check_config_roundtrip(binary):
+    """`BIN init` writes a Qwen3 base with yarn RoPE and a sliding window; transformers
+    must read its config.json as the same model (logits against `BIN logits`)."""
+    from transformers import AutoModelForCausalLM
+    cfg = {"model_type": "qwen3", "vocab_size": 0, "hidden_size": 32, "intermediate_size": 48,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+           "use_sliding_window": True, "sliding_window": 3, "max_window_layers": 1, "max_position_embeddings": 64,
+           "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                               "rope_theta": 10000.0}}
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "cfg.json"), "w") as f:
+            json.dump(cfg, f)
+        base = os.path.join(tmp, "m")
+        subprocess.run([binary, "init", "--config", os.path.join(tmp, "cfg.json"), "--tokenizer",
+                        os.path.join(HERE, "llama", "tokenizer.json"), "--out", base], check=True,
+                       stderr=subprocess.DEVNULL)
+        ours = os.path.join(tmp, "ours.safetensors")
+        subprocess.run([binary, "logits", "--base", base, "--text", CORPUS[:60], "--out", ours], check=True)
+        got = load_file(ours)
+        model = AutoModelForCausalLM.from_pretrained(base, attn_implementation="eager")
+        with torch.no_grad():
+            ref = model(input_ids=got["input_ids"]).logits
+        diff = (ref - got["logits"]).abs().max().item()
+        scale = ref.abs().max().item()
+        print(f"config round trip (qwen3, yarn, window 3, {got['input_ids'].shape[1]} tokens): transformers "
+              f"{__import__('transformers').__version__} read lora_train's config.json; max |transformers - "
+              f"lora_train| logits = {diff:.3e} (logit scale {scale:.3f})")
+        return diff <= 1e-4 * max(1.0, scale)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-peft", metavar="LORA_TRAIN", default="")
@@ -313,6 +344,7 @@ def main():
     torch.set_num_threads(1)
     if args.check_peft:
         ok = [check_peft(args.check_peft, arch) for arch in ("llama", "qwen3")]
+        ok.append(check_config_roundtrip(args.check_peft))
         sys.exit(0 if all(ok) else 1)
     if args.full_configs:
         import transformers

@@ -1,0 +1,32 @@
+// Fuzzes ImportKatibExperiment (tuner/import/katib_import.h) with a whole
+// YAML document. Beyond "no crash, no undefined behaviour, no exception",
+// it checks what the contract promises: an error is InvalidArgument, one
+// line, naming the file first; a conversion is valid JSON with one-line
+// notes, and the spec parser reads it (accepting or refusing) without
+// crashing.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tuner/experiment_spec.h"
+#include "tuner/import/katib_import.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto imported = tune::ImportKatibExperiment(text, "fuzz.yaml");
+  if (!imported.ok()) {
+    const std::string& m = imported.status().message();
+    if (!imported.status().IsInvalidArgument() || m.rfind("fuzz.yaml: ", 0) != 0) std::abort();
+    if (m.find('\n') != std::string::npos) std::abort();
+    return 0;
+  }
+  for (const std::string& note : imported->notes) {
+    if (note.empty() || note.find('\n') != std::string::npos) std::abort();
+  }
+  if (!nlohmann::json::accept(imported->experiment_json)) std::abort();
+  auto spec = tune::ParseExperimentSpec(imported->experiment_json, "experiment.json");
+  (void)spec;
+  return 0;
+}

@@ -1,0 +1,63 @@
+// TensorBoardSink: writes each trial's reports as TensorBoard event files
+// (`"tracking": {"tensorboard": ...}` in experiment.json, docs/experiment.md).
+//
+// Layout: one run directory per trial, <root>/trial_NNNN, holding one
+// events.out.tfevents.<time>.<host>.<pid>.<n>.tune-attempt<k> file; root is the
+// experiment's runs directory (the trial directories themselves) or
+// <dir>/<experiment>. In each run:
+// - one scalar per reported metric per step (float64, exact);
+// - the HParams plugin's session start with the trial's parameters, and
+//   its session end once the trial is finished: completed, pruned and
+//   stopped trials are STATUS_SUCCESS (they ran as asked; pruned ones were
+//   cut short by the scheduler), failed ones STATUS_FAILURE.
+// A later attempt of the same trial (a retry, or a resume after the tuner
+// was stopped) replaces the earlier attempt's file (the database no longer
+// counts its reports; it keeps them), and each file starts with SessionLog
+// START, on which a running TensorBoard drops the points it had loaded from
+// the earlier attempt. Other files in the directory are left alone.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tracking/tfrecord_writer.h"
+#include "tracking/tracking_sink.h"
+
+namespace tune::tracking {
+
+class TensorBoardSink : public TrackingSink {
+ public:
+  // root empty: write into each trial's own directory.
+  explicit TensorBoardSink(std::string root);
+
+  void OnAttemptStarted(const Trial& t, const std::string& trial_dir) override;
+  void OnReport(const Trial& t, const MetricReport& r) override;
+  void OnTrialFinished(const Trial& t, double time) override;
+  std::vector<std::string> Finish() override;
+
+  // Run directory of trial number `n` under `root` (trial_0007).
+  static std::string RunDir(const std::string& root, int number);
+
+ private:
+  struct Run {
+    TfRecordWriter writer;
+    bool broken = false;
+  };
+  Run* Writer(const Trial& t);
+  void Write(const Trial& t, Run* run, const std::string& record);
+
+  std::string root_;
+  std::map<TrialId, std::unique_ptr<Run>> runs_;
+  std::vector<std::string> problems_;
+};
+
+// Writes the run directory of one stored trial at once (`tune export
+// tensorboard`): session start at `started_at`, `reports` (the current
+// attempt's, in order), session end at `ended_at` if the trial is finished.
+Status WriteTrialEvents(const std::string& run_dir, const Trial& t, double started_at,
+                        const std::vector<MetricReport>& reports, std::optional<double> ended_at);
+
+}  // namespace tune::tracking
