@@ -7,7 +7,8 @@
 // (RMSNorm, RoPE, SwiGLU, tied embeddings), LoRA on q_proj,v_proj (r 8,
 // alpha 16, dropout 0.05), AdamW on the adapter. Step: sample a batch, forward,
 // backward, AdamW step, zero grads; the first --warmup steps are untimed.
-// Prints one line `RESULT {json}`.
+// Prints one line `RESULT {json}`. --device and --dtype place the model as
+// lora_train's flags do (trainer/device.h; default cpu, fp32).
 //
 // Data-parallel, like lora_train: with WORLD_SIZE > 1 in the environment
 // (torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), or with --nproc N
@@ -48,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/device.h"
 #include "trainer/distributed.h"
 #include "trainer/model.h"
 #include "trainer/runtime_info.h"
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
   double lora_alpha = 16, lora_dropout = 0.05, lr = 2e-4;
   std::string targets = "q_proj,v_proj", data = "/usr/share/common-licenses/GPL-3", tag;
   std::string allreduce = "flat";
+  std::string device = "cpu", dtype = "fp32";
   uint64_t seed = 1234;
   CLI::App app{"trainer_bench: LoRA training throughput of the C++ trainer"};
   app.add_option("--d_model", d_model);
@@ -149,13 +152,20 @@ int main(int argc, char** argv) {
   app.add_option("--allreduce", allreduce, "flat | per_tensor (with more than one rank)")
       ->check(CLI::IsMember({"flat", "per_tensor"}));
   app.add_option("--dist_timeout", dist_timeout, "seconds a collective may take");
+  app.add_option("--device", device, "cpu | cuda | cuda:N | auto (as lora_train's --device)");
+  app.add_option("--dtype", dtype, "fp32 | bf16: the frozen base and the forward (LoRA stays fp32)");
   CLI11_PARSE(app, argc, argv);
 
   const char* world_env = std::getenv("WORLD_SIZE");
   if (nproc > 1 && (world_env == nullptr || *world_env == '\0')) {
     return LaunchRanks(nproc, master_port, threads, argv);
   }
-  auto dist_or = tune::Distributed::FromEnv("gloo", dist_timeout);
+  auto place = tune::ResolvePlacement(device, dtype, "auto", tune::LocalRank(), tune::LocalWorldSize());
+  if (!place.ok()) {
+    std::cerr << "trainer_bench: " << place.status().message() << std::endl;
+    return 2;
+  }
+  auto dist_or = tune::Distributed::FromEnv(place->backend, dist_timeout, place->device);
   if (!dist_or.ok()) {
     std::cerr << "trainer_bench: " << dist_or.status().message() << std::endl;
     return 1;
@@ -188,6 +198,8 @@ int main(int argc, char** argv) {
     std::cerr << st.message() << std::endl;
     return 2;
   }
+  tune::PlaceModel(model, *place);
+  const torch::Device dev = place->device;
   model->train();
   std::vector<torch::Tensor> params = model->LoraParameters();
   torch::optim::AdamW opt(params, torch::optim::AdamWOptions(lr).weight_decay(0.0));
@@ -216,7 +228,7 @@ int main(int argc, char** argv) {
         if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
         parts.push_back(p.grad().reshape({-1}));
       }
-      parts.push_back(torch::tensor({static_cast<float>(local_loss)}));
+      parts.push_back(torch::tensor({static_cast<float>(local_loss)}).to(dev));
       torch::Tensor flat = torch::cat(parts);
       TUNE_RETURN_IF_ERROR(dist->AllReduceSum(flat));
       flat.div_(world);
@@ -248,10 +260,10 @@ int main(int argc, char** argv) {
     }
     torch::Tensor toks =
         torch::cat({torch::full({batch, 1}, kBos, torch::kInt64), torch::stack(rows)}, 1);
-    torch::Tensor x = toks.slice(1, 0, -1), y = toks.slice(1, 1);
+    torch::Tensor x = toks.slice(1, 0, -1).to(dev), y = toks.slice(1, 1).to(dev);
     torch::Tensor logits = model->forward(x);
-    torch::Tensor loss =
-        torch::nn::functional::cross_entropy(logits.reshape({-1, kVocab}), y.reshape({-1}));
+    torch::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({-1, kVocab}).to(torch::kFloat32),
+                                                              y.reshape({-1}));
     loss.backward();
     double value = loss.item<double>();
     if (world > 1) {
@@ -300,6 +312,8 @@ int main(int argc, char** argv) {
                      {"seq_len", seq_len},
                      {"batch", batch},
                      {"threads", threads},
+                     {"device", place->device.str()},
+                     {"dtype", dtype},
                      {"loss_first", losses.front()},
                      {"loss_last", losses.back()},
                      {"peak_rss_mib_self", rss_mib},
@@ -332,7 +346,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < kAlignedProbes; ++i) {
     std::vector<torch::Tensor> bufs;
     if (allreduce == "flat") {
-      bufs.push_back(torch::zeros({n_trainable + 1}));
+      bufs.push_back(torch::zeros({n_trainable + 1}, torch::TensorOptions().device(dev)));
     } else {
       for (auto& p : params) bufs.push_back(torch::zeros_like(p));
     }

@@ -76,7 +76,7 @@ Status SaveCheckpoint(const std::string& output, int64_t step, const TensorMap& 
 }
 
 Result<CheckpointContents> LoadCheckpoint(const std::string& dir, const std::string& weights_file,
-                                          torch::optim::Optimizer& optimizer) {
+                                          torch::optim::Optimizer& optimizer, torch::Device device) {
   const fs::path d(dir);
   if (!fs::exists(d / kStateFile)) return Status::NotFound("no checkpoint in " + dir + " (missing " + kStateFile + ")");
   CheckpointContents out;
@@ -88,7 +88,7 @@ Result<CheckpointContents> LoadCheckpoint(const std::string& dir, const std::str
   }
   TUNE_ASSIGN_OR_RETURN(out.weights, ReadSafetensors((d / weights_file).string()));
   try {
-    torch::load(optimizer, (d / "optimizer.pt").string());
+    torch::load(optimizer, (d / "optimizer.pt").string(), device);
   } catch (const c10::Error& e) {
     return Status::InvalidArgument(dir + ": cannot restore the optimizer state: " + e.what_without_backtrace());
   }

@@ -29,12 +29,14 @@ Status SaveCheckpoint(const std::string& output, int64_t step, const TensorMap& 
                       const std::string& weights_file, torch::optim::Optimizer& optimizer,
                       const std::map<std::string, std::string>& extra_files, int64_t keep);
 
-// Restores the optimizer state and the RNG from `dir` and returns the step
-// and weights (the caller copies them into its parameters). Non-OK:
-// NotFound (no checkpoint there) or InvalidArgument (incomplete or
-// mismatched, e.g. a different number of parameters).
+// Restores the optimizer state (onto `device`, where the parameters are)
+// and the RNG from `dir` and returns the step and weights (the caller copies
+// them into its parameters). Non-OK: NotFound (no checkpoint there) or
+// InvalidArgument (incomplete or mismatched, e.g. a different number of
+// parameters).
 Result<CheckpointContents> LoadCheckpoint(const std::string& dir, const std::string& weights_file,
-                                          torch::optim::Optimizer& optimizer);
+                                          torch::optim::Optimizer& optimizer,
+                                          torch::Device device = torch::Device(torch::kCPU));
 
 // The newest complete checkpoint-<step> folder in `output`, or "" if none.
 std::string LatestCheckpoint(const std::string& output);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer/device.h"
 #include "trainer/distributed.h"
 #include "trainer/lora_config.h"
 #include "trainer/model.h"
@@ -118,7 +119,9 @@ int RunFinetune(const FinetuneOptions& o) {
     TUNE_RETURN_IF_ERROR(lora.Validate());
     const int threads = ConfigureThreads(o.loop.threads);
     (void)threads;
-    TUNE_ASSIGN_OR_RETURN(auto dist, Distributed::FromEnv(o.loop.backend, o.loop.dist_timeout_s));
+    TUNE_ASSIGN_OR_RETURN(Placement place, ResolvePlacement(o.loop.device, o.loop.dtype, o.loop.backend,
+                                                            LocalRank(), LocalWorldSize()));
+    TUNE_ASSIGN_OR_RETURN(auto dist, Distributed::FromEnv(place.backend, o.loop.dist_timeout_s, place.device));
 
     TUNE_ASSIGN_OR_RETURN(text::Tokenizer tok, text::Tokenizer::Load(o.base + "/tokenizer.json"));
     text::DataOptions data_opts;
@@ -146,11 +149,13 @@ int RunFinetune(const FinetuneOptions& o) {
     TUNE_ASSIGN_OR_RETURN(CausalLm model, LoadPretrained(o.base));
     TUNE_RETURN_IF_ERROR(CheckVocab(model->config(), tok, o.base));
     const int64_t total = CountParams(model->parameters());
-    TUNE_RETURN_IF_ERROR(model->ApplyLora(lora));
+    TUNE_RETURN_IF_ERROR(model->ApplyLora(lora));  // on the CPU: the same adapter init on every device
+    PlaceModel(model, place);
+    model->set_gradient_checkpointing(o.loop.gradient_checkpointing);
     std::vector<torch::Tensor> params = model->LoraParameters();
     torch::manual_seed(o.loop.seed + 1000 * static_cast<uint64_t>(dist->rank()) + 1);  // dropout streams
 
-    LogStart(*dist, "fine-tuning " + o.base + " (" + model->config().model_type + ", " +
+    LogStart(*dist, "fine-tuning on " + place.Describe() + ": " + o.base + " (" + model->config().model_type + ", " +
                         std::to_string(model->config().num_hidden_layers) + " layers, " +
                         std::to_string(total) + " base parameters, frozen) with LoRA rank " + std::to_string(lora.r) +
                         " on " + o.target_modules + ": " + std::to_string(CountParams(params)) +
@@ -175,7 +180,13 @@ int RunFinetune(const FinetuneOptions& o) {
 int RunPretrain(const PretrainOptions& o) {
   return Guarded([&]() -> Status {
     ConfigureThreads(o.loop.threads);
-    TUNE_ASSIGN_OR_RETURN(auto dist, Distributed::FromEnv(o.loop.backend, o.loop.dist_timeout_s));
+    TUNE_ASSIGN_OR_RETURN(Placement place, ResolvePlacement(o.loop.device, o.loop.dtype, o.loop.backend,
+                                                            LocalRank(), LocalWorldSize()));
+    if (place.dtype != torch::kFloat32) {
+      return Status::InvalidArgument("--dtype " + o.loop.dtype + ": pretrain trains every weight, which stay fp32; "
+                                     "a lower-precision base is for LoRA fine-tuning only");
+    }
+    TUNE_ASSIGN_OR_RETURN(auto dist, Distributed::FromEnv(place.backend, o.loop.dist_timeout_s, place.device));
     const std::string tokenizer_json = o.base + "/tokenizer.json";
     TUNE_ASSIGN_OR_RETURN(text::Tokenizer tok, text::Tokenizer::Load(tokenizer_json));
     TUNE_ASSIGN_OR_RETURN(std::vector<text::Example> all,
@@ -187,11 +198,13 @@ int RunPretrain(const PretrainOptions& o) {
     torch::manual_seed(o.loop.seed);
     TUNE_ASSIGN_OR_RETURN(CausalLm model, LoadPretrained(o.base));
     TUNE_RETURN_IF_ERROR(CheckVocab(model->config(), tok, o.base));
+    PlaceModel(model, place);
+    model->set_gradient_checkpointing(o.loop.gradient_checkpointing);
     std::vector<torch::Tensor> params = model->parameters();
     const std::string out_dir = o.out.empty() ? o.base : o.out;
     LoopOptions loop = o.loop;
     if (loop.output.empty()) loop.output = out_dir + "/pretrain_checkpoints";
-    LogStart(*dist, "pretraining " + o.base + " (" + std::to_string(CountParams(params)) + " parameters) on " +
+    LogStart(*dist, "pretraining on " + place.Describe() + ": " + o.base + " (" + std::to_string(CountParams(params)) + " parameters) on " +
                         o.corpus + ": " + std::to_string(train.size()) + " training and " +
                         std::to_string(eval.size()) + " eval chunks of up to " + std::to_string(o.loop.seq_len) +
                         " tokens");

@@ -4,17 +4,22 @@
 #include <cstdlib>
 #include <string>
 
-#ifndef USE_C10D_GLOO
-#define USE_C10D_GLOO
+#include "trainer/torch_compat.h"
+
+#ifdef TUNE_WITH_CUDA
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL
 #endif
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 namespace tune {
 
 struct Distributed::Group {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  c10::intrusive_ptr<compat::CollectiveGroup> pg;
+  torch::Device device{torch::kCPU};  // where the collectives reduce
   std::chrono::milliseconds timeout{0};
 };
 
@@ -40,22 +45,31 @@ std::string Brief(const std::exception& e) {
 
 }  // namespace
 
-Distributed::Distributed(int rank, int world_size, std::unique_ptr<Group> group)
-    : rank_(rank), world_size_(world_size), group_(std::move(group)) {}
+Distributed::Distributed(int rank, int world_size, std::string backend, std::unique_ptr<Group> group)
+    : rank_(rank), world_size_(world_size), backend_(std::move(backend)), group_(std::move(group)) {}
 
 Distributed::~Distributed() = default;
 
-Result<std::unique_ptr<Distributed>> Distributed::FromEnv(const std::string& backend, int timeout_s) {
-  if (backend != "auto" && backend != "gloo" && backend != "nccl") {
-    return Status::InvalidArgument("--backend must be auto, gloo or nccl, got '" + backend + "'");
+Result<std::unique_ptr<Distributed>> Distributed::FromEnv(const std::string& requested, int timeout_s,
+                                                          torch::Device device) {
+  if (requested != "auto" && requested != "gloo" && requested != "nccl") {
+    return Status::InvalidArgument("--backend must be auto, gloo or nccl, got '" + requested + "'");
+  }
+  const std::string backend = requested == "auto" ? (device.is_cuda() ? "nccl" : "gloo") : requested;
+  if (backend == "nccl") {
+#ifndef TUNE_WITH_CUDA
+    return Status::InvalidArgument("--backend nccl: this libtorch build has no CUDA or NCCL");
+#endif
+    if (!device.is_cuda()) {
+      return Status::InvalidArgument("--backend nccl: NCCL reduces GPU memory, but this rank trains on the CPU");
+    }
   }
   TUNE_ASSIGN_OR_RETURN(int world, EnvInt("WORLD_SIZE", 1));
   TUNE_ASSIGN_OR_RETURN(int rank, EnvInt("RANK", 0));
-  if (world <= 1) return std::unique_ptr<Distributed>(new Distributed(0, 1, nullptr));
+  if (world <= 1) return std::unique_ptr<Distributed>(new Distributed(0, 1, "none", nullptr));
   if (rank >= world) {
     return Status::InvalidArgument("RANK " + std::to_string(rank) + " is not below WORLD_SIZE " + std::to_string(world));
   }
-  if (backend == "nccl") return Status::InvalidArgument("--backend nccl: this libtorch build has no CUDA");
   const char* addr = std::getenv("MASTER_ADDR");
   TUNE_ASSIGN_OR_RETURN(int port, EnvInt("MASTER_PORT", 29500));
   if (addr == nullptr || *addr == '\0') addr = "127.0.0.1";
@@ -69,24 +83,36 @@ Result<std::unique_ptr<Distributed>> Distributed::FromEnv(const std::string& bac
     opts.waitWorkers = true;
     opts.timeout = group->timeout;
     group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
-    auto options = c10d::ProcessGroupGloo::Options::create();
-    options->timeout = group->timeout;
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(addr));
-    group->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, rank, world, options);
+    if (backend == "nccl") {
+#ifdef TUNE_WITH_CUDA
+      group->device = device;
+      c10::cuda::set_device(device.index());
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = group->timeout;
+      group->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, rank, world, options);
+#endif
+    } else {
+      auto options = c10d::ProcessGroupGloo::Options::create();
+      options->timeout = group->timeout;
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(addr));
+      group->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, rank, world, options);
+    }
   } catch (const std::exception& e) {
     return Status::Unavailable("rank " + std::to_string(rank) + ": rendezvous with " + addr + ":" +
                                std::to_string(port) + " failed: " + Brief(e));
   }
-  return std::unique_ptr<Distributed>(new Distributed(rank, world, std::move(group)));
+  return std::unique_ptr<Distributed>(new Distributed(rank, world, backend, std::move(group)));
 }
 
 Status Distributed::AllReduceSum(torch::Tensor& tensor) {
   if (world_size_ == 1) return Status::Ok();
   auto t0 = std::chrono::steady_clock::now();
   try {
-    std::vector<torch::Tensor> tensors{tensor};
+    const bool moved = tensor.device() != group_->device;
+    std::vector<torch::Tensor> tensors{moved ? tensor.to(group_->device) : tensor};
     auto work = group_->pg->allreduce(tensors);
     work->wait(group_->timeout);
+    if (moved) tensor.copy_(tensors[0]);
   } catch (const std::exception& e) {
     return Status::Unavailable("rank " + std::to_string(rank_) + ": all-reduce failed (a peer rank died or hung?): " +
                                Brief(e));

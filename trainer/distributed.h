@@ -1,6 +1,7 @@
 // Data-parallel process group for lora_train, with torchrun's rendezvous:
-// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (LOCAL_RANK is informative on
-// CPU). Rank 0 hosts a c10d TCPStore; the ranks form a ProcessGroupGloo.
+// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (LOCAL_RANK picks the GPU, see
+// trainer/device.h). Rank 0 hosts a c10d TCPStore; the ranks form a
+// ProcessGroupGloo (CPU memory) or, on GPUs, a ProcessGroupNCCL (GPU memory).
 // With WORLD_SIZE unset or 1 no group is made and the collectives are no-ops.
 //
 // Every collective waits at most `timeout_s`: a rank that died or hangs makes
@@ -19,17 +20,23 @@ namespace tune {
 
 class Distributed {
  public:
-  // backend: "auto" (Gloo on CPU), "gloo", or "nccl" (rejected: this build
-  // has no CUDA). InvalidArgument on bad environment values; Unavailable
-  // when the rendezvous does not complete within timeout_s.
-  static Result<std::unique_ptr<Distributed>> FromEnv(const std::string& backend, int timeout_s);
+  // backend: "auto" (NCCL when `device` is a GPU, else Gloo), "gloo" or
+  // "nccl" (needs a CUDA build and a GPU `device`). InvalidArgument on bad
+  // values; Unavailable when the rendezvous does not complete within
+  // timeout_s.
+  static Result<std::unique_ptr<Distributed>> FromEnv(const std::string& backend, int timeout_s,
+                                                      torch::Device device = torch::Device(torch::kCPU));
   ~Distributed();
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   bool is_main() const { return rank_ == 0; }
+  // "gloo" or "nccl" ("none" for a single process).
+  const std::string& backend() const { return backend_; }
 
-  // In-place sum of a CPU float tensor over all ranks.
+  // In-place sum of a float tensor over all ranks. NCCL reduces it on the
+  // group's GPU, Gloo in CPU memory; a tensor elsewhere is copied there
+  // and back.
   Status AllReduceSum(torch::Tensor& tensor);
   Status Barrier();
 
@@ -38,10 +45,11 @@ class Distributed {
 
  private:
   struct Group;
-  Distributed(int rank, int world_size, std::unique_ptr<Group> group);
+  Distributed(int rank, int world_size, std::string backend, std::unique_ptr<Group> group);
 
   int rank_ = 0;
   int world_size_ = 1;
+  std::string backend_ = "none";
   std::unique_ptr<Group> group_;
   double comm_seconds_ = 0.0;
 };

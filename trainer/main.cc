@@ -41,7 +41,12 @@ void AddLoopFlags(CLI::App* app, tune::LoopOptions* o) {
   app->add_option("--output", o->output,
                   "output folder (default $TUNE_TRIAL_DIR, else ./output; pretrain: <out>/pretrain_checkpoints, "
                   "removed at the end)");
-  app->add_option("--backend", o->backend, "distributed backend: auto | gloo | nccl");
+  app->add_option("--backend", o->backend, "distributed backend: auto (NCCL on a GPU, else Gloo) | gloo | nccl");
+  app->add_option("--device", o->device,
+                  "auto (a GPU when one is visible: LOCAL_RANK mod their count) | cpu | cuda | cuda:N");
+  app->add_option("--dtype", o->dtype, "frozen base weights and forward pass: fp32 | bf16 (LoRA weights stay fp32)");
+  app->add_flag("--gradient-checkpointing", o->gradient_checkpointing,
+                "recompute each decoder layer's activations in the backward pass (less memory, ~1 more forward)");
   app->add_option("--dist-timeout", o->dist_timeout_s, "seconds before a silent rank fails the group");
   app->add_option("--metric-digits", o->metric_digits, "significant digits of printed losses (default 6)")
       ->check(CLI::Range(1, 17));

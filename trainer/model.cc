@@ -4,6 +4,8 @@
 #include <limits>
 #include <set>
 
+#include "trainer/checkpointing.h"
+
 namespace tune {
 namespace {
 
@@ -33,8 +35,13 @@ ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, bool h
 torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = torch::nn::functional::linear(x, weight, bias);
   if (!lora_a_) return y;
-  torch::Tensor h = dropout_ > 0.0 ? torch::dropout(x, dropout_, is_training()) : x;
-  return y + lora_b_(lora_a_(h)) * scaling_;
+  // As PEFT over a bf16 base: the adapter computes in its own fp32 and the
+  // sum returns to the base's dtype.
+  const auto lora_dtype = lora_a_->weight.scalar_type();
+  torch::Tensor h = x.scalar_type() == lora_dtype ? x : x.to(lora_dtype);
+  if (dropout_ > 0.0) h = torch::dropout(h, dropout_, is_training());
+  torch::Tensor out = y + lora_b_(lora_a_(h)) * scaling_;
+  return out.scalar_type() == y.scalar_type() ? out : out.to(y.scalar_type());
 }
 
 void ProjectionImpl::AddLora(int64_t r, double scaling, double dropout) {
@@ -42,8 +49,9 @@ void ProjectionImpl::AddLora(int64_t r, double scaling, double dropout) {
   lora_a_ = register_module("lora_A", torch::nn::Linear(torch::nn::LinearOptions(in, r).bias(false)));
   lora_b_ = register_module("lora_B", torch::nn::Linear(torch::nn::LinearOptions(r, out).bias(false)));
   torch::NoGradGuard no_grad;
-  lora_a_->weight.set_data(torch::empty({r, in}, weight.options()));
-  lora_b_->weight.set_data(torch::zeros({out, r}, weight.options()));
+  const auto fp32 = weight.options().dtype(torch::kFloat32);  // adapters train in fp32 over any base dtype
+  lora_a_->weight.set_data(torch::empty({r, in}, fp32));
+  lora_b_->weight.set_data(torch::zeros({out, r}, fp32));
   torch::nn::init::kaiming_uniform_(lora_a_->weight, std::sqrt(5.0));
   scaling_ = scaling;
   dropout_ = dropout;
@@ -177,10 +185,19 @@ torch::Tensor CausalLmImpl::forward(const torch::Tensor& ids) {
   torch::Tensor mask = mask_.slice(0, 0, T).slice(1, 0, T);
   torch::Tensor sliding = sliding_mask_.defined() ? sliding_mask_.slice(0, 0, T).slice(1, 0, T) : mask;
   torch::Tensor x = model->embed_tokens(ids);
+  if (x.scalar_type() != cos.scalar_type()) {  // a bf16 base: RoPE tables and masks in its dtype, as transformers
+    cos = cos.to(x.scalar_type());
+    sin = sin.to(x.scalar_type());
+    mask = mask.to(x.scalar_type());
+    sliding = sliding.to(x.scalar_type());
+  }
+  const bool recompute = gradient_checkpointing_ && is_training() && torch::GradMode::is_enabled();
   size_t i = 0;
   for (const auto& layer : *model->layers) {
     const bool slides = i < config_.layer_sliding.size() && config_.layer_sliding[i];
-    x = layer->as<DecoderLayer>()->forward(x, cos, sin, slides ? sliding : mask);
+    const torch::Tensor& m = slides ? sliding : mask;
+    auto* l = layer->as<DecoderLayer>();
+    x = recompute ? CheckpointedLayer(l, x, cos, sin, m) : l->forward(x, cos, sin, m);
     ++i;
   }
   x = model->norm(x);

@@ -133,6 +133,11 @@ class CausalLmImpl : public torch::nn::Module {
   Status LoadAdapter(const TensorMap& adapter);
 
   const ModelConfig& config() const { return config_; }
+  // While training with grad enabled, recompute each decoder layer's
+  // activations in the backward pass instead of keeping them
+  // (trainer/checkpointing.h): less memory for long sequences, the same
+  // gradients.
+  void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
   Backbone model{nullptr};
 
  private:
@@ -143,6 +148,7 @@ class CausalLmImpl : public torch::nn::Module {
   Projection lm_head_{nullptr};  // null when tied to the embeddings
   RotaryEmbedding rope_;
   torch::Tensor mask_, sliding_mask_;  // caches: [L, L]
+  bool gradient_checkpointing_ = false;
 };
 TORCH_MODULE(CausalLm);
 

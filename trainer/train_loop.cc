@@ -9,6 +9,7 @@
 #include <random>
 
 #include "trainer/checkpoint.h"
+#include "trainer/device.h"
 #include "trainer/lr_schedule.h"
 
 namespace tune {
@@ -51,11 +52,12 @@ int64_t CountTargets(const text::Example& e) {
   return n;
 }
 
-// Token-summed cross-entropy (labels shifted by one, -100 ignored).
+// Token-summed cross-entropy (labels shifted by one, -100 ignored), in fp32
+// whatever the forward's dtype (as transformers' loss upcasts the logits).
 torch::Tensor LossSum(const torch::Tensor& logits, const torch::Tensor& labels) {
   const int64_t V = logits.size(-1);
   return torch::nn::functional::cross_entropy(
-      logits.slice(1, 0, -1).reshape({-1, V}), labels.slice(1, 1).reshape({-1}),
+      logits.slice(1, 0, -1).reshape({-1, V}).to(torch::kFloat32), labels.slice(1, 1).reshape({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
 }
 
@@ -73,7 +75,8 @@ Result<double> Evaluate(CausalLm& model, const std::vector<text::Example>& eval,
   auto flush = [&] {
     if (batch.empty()) return;
     Batch b = MakeBatch(batch, pad_id);
-    sum += LossSum(model->forward(b.ids), b.labels).item<double>();
+    const torch::Device dev = ModelDevice(model);
+    sum += LossSum(model->forward(b.ids.to(dev)), b.labels.to(dev)).item<double>();
     count += static_cast<double>(b.targets);
     batch.clear();
   };
@@ -140,12 +143,13 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
     if (ec) return Status::Internal("cannot create output folder " + output + ": " + ec.message());
   }
 
+  const torch::Device device = ModelDevice(model);  // batches go there; the flattened gradients stay there
   torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
   int64_t start_step = 0;
   std::string resume = o.resume_from;
   if (resume.empty() && o.auto_resume) resume = LatestCheckpoint(output);
   if (!resume.empty()) {
-    TUNE_ASSIGN_OR_RETURN(CheckpointContents ckpt, LoadCheckpoint(resume, hooks.weights_file, optimizer));
+    TUNE_ASSIGN_OR_RETURN(CheckpointContents ckpt, LoadCheckpoint(resume, hooks.weights_file, optimizer, device));
     TUNE_RETURN_IF_ERROR(hooks.load_weights(ckpt.weights));
     start_step = ckpt.step;
     if (dist.is_main()) std::cerr << "lora_train: resumed from " << resume << " at step " << start_step << "\n";
@@ -191,7 +195,7 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
         examples.push_back(order.At(base + (m * world + rank) * o.batch_size + i));
       }
       Batch b = MakeBatch(examples, pad_id);
-      torch::Tensor loss_sum = LossSum(model->forward(b.ids), b.labels);
+      torch::Tensor loss_sum = LossSum(model->forward(b.ids.to(device)), b.labels.to(device));
       (loss_sum * norm).backward();
       local_loss += loss_sum.item<double>();
     }
@@ -202,7 +206,7 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
       grads.push_back(p.grad().reshape({-1}));
     }
     if (world > 1) {
-      grads.push_back(torch::tensor({static_cast<float>(local_loss)}));
+      grads.push_back(torch::tensor({static_cast<float>(local_loss)}).to(device));
       torch::Tensor flat = torch::cat(grads);
       TUNE_RETURN_IF_ERROR(dist.AllReduceSum(flat));
       int64_t off = 0;

@@ -31,7 +31,10 @@ struct LoopOptions {
   std::string resume_from;          // a checkpoint-N directory
   bool auto_resume = true;          // resume from the newest checkpoint in output
   std::string output;               // default $TUNE_TRIAL_DIR, else ./output
-  std::string backend = "auto";     // distributed: auto | gloo | nccl
+  std::string backend = "auto";     // distributed: auto | gloo | nccl (trainer/device.h)
+  std::string device = "auto";      // auto | cpu | cuda | cuda:N
+  std::string dtype = "fp32";       // frozen base + forward: fp32 | bf16 (fp16 refused)
+  bool gradient_checkpointing = false;  // recompute layer activations in backward
   int dist_timeout_s = 120;         // a rank that stops answering fails the group
   int metric_digits = 6;            // significant digits of the printed losses
 };

@@ -177,6 +177,11 @@ double LocalBackend::total_cpu_slots() const {
 
 std::vector<int> LocalBackend::gpu_ids() const { return gpu_ids_; }
 
+int LocalBackend::MaxConcurrent(const LaunchSpec& spec) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pool_.MaxConcurrent({spec.workers, spec.cpu_per_worker, spec.gpu_per_worker});
+}
+
 Status LocalBackend::CheckFeasible(const LaunchSpec& spec) {
   std::lock_guard<std::mutex> lock(mu_);
   return pool_.CheckFeasible({spec.workers, spec.cpu_per_worker, spec.gpu_per_worker});

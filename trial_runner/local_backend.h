@@ -96,6 +96,8 @@ class LocalBackend : public TrialBackend {
   Status CheckFeasible(const LaunchSpec& spec);
   double total_cpu_slots() const;
   std::vector<int> gpu_ids() const;
+  // Trials of this shape the machine runs at once (ResourcePool::MaxConcurrent).
+  int MaxConcurrent(const LaunchSpec& spec) const;
 
  private:
   struct Rank;

@@ -59,6 +59,19 @@ bool ResourcePool::CanAcquire(const ResourceRequest& r) const {
   return r.cpu_per_worker * r.workers <= free_cpu_ + kEpsilon && gpus <= free_gpu_ids_.size();
 }
 
+int ResourcePool::MaxConcurrent(const ResourceRequest& r) const {
+  if (!CheckFeasible(r).ok()) return 0;
+  int64_t n = -1;
+  const double cpu = r.cpu_per_worker * r.workers;
+  if (cpu > kEpsilon) n = static_cast<int64_t>((total_cpu_ + kEpsilon) / cpu);
+  const size_t gpus = static_cast<size_t>(r.gpu_per_worker) * static_cast<size_t>(r.workers);
+  if (gpus > 0) {
+    const int64_t by_gpu = static_cast<int64_t>(total_gpus_ / gpus);
+    n = n < 0 ? by_gpu : std::min(n, by_gpu);
+  }
+  return static_cast<int>(std::min<int64_t>(n, 1 << 30));
+}
+
 Result<ResourceGrant> ResourcePool::Acquire(const ResourceRequest& r) {
   TUNE_RETURN_IF_ERROR(CheckFeasible(r));
   if (!CanAcquire(r)) {

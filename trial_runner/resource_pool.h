@@ -36,6 +36,9 @@ class ResourcePool {
   // Reserves the request. kInvalidArgument as CheckFeasible;
   // kUnavailable if it is feasible but does not fit now.
   Result<ResourceGrant> Acquire(const ResourceRequest& request);
+  // How many copies of `request` the whole pool holds at once: 0 when it is
+  // not feasible, -1 when it asks for nothing (no resource limits it).
+  int MaxConcurrent(const ResourceRequest& request) const;
   // Returns a grant obtained from Acquire (once).
   void Release(const ResourceGrant& grant);
 

@@ -16,6 +16,8 @@
 #include "search/grid.h"
 #include "search/sampler.h"
 #include "tracking/tensorboard_sink.h"
+#include "trial_runner/local_backend.h"
+#include "tuner/capacity.h"
 #include "tuner/components.h"
 #include "tuner/experiment_spec.h"
 #include "tuner/export_tensorboard.h"
@@ -280,7 +282,8 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
   auto spec_or = LoadExperimentSpec(path);
   if (!spec_or.ok()) return Fail(err, spec_or.status());
   const ExperimentSpec& spec = *spec_or;
-  if (auto runnable = CheckRunnable(spec); !runnable.ok()) return Fail(err, runnable.status());
+  auto runnable = CheckRunnable(spec);
+  if (!runnable.ok()) return Fail(err, runnable.status());
   out << path << ": ok\n";
   out << "  experiment  " << spec.name << "\n";
   out << "  objective   " << (spec.objective.mode == Mode::kMin ? "minimize " : "maximize ") << spec.objective.metric
@@ -319,7 +322,9 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
     const std::string& dir = *spec.tracking.tensorboard_dir;
     out << "\n  tracking    TensorBoard event files in " << (dir.empty() ? "each trial directory" : dir + "/" + spec.name + "/trial_NNNN");
   }
-  out << "\n  storage     " << (spec.storage_path.empty() ? "tune.db (or --db)" : spec.storage_path) << "\n";
+  out << "\n";
+  if (auto* local = dynamic_cast<LocalBackend*>(runnable->get())) out << DescribeLocalCapacity(spec, *local);
+  out << "  storage     " << (spec.storage_path.empty() ? "tune.db (or --db)" : spec.storage_path) << "\n";
   out << "  trial       " << spec.trial.workers << " worker(s):";
   for (const auto& a : spec.trial.command) out << " " << a;
   out << "\n  parameters\n";

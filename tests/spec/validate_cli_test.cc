@@ -207,4 +207,36 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
   fs::remove_all(tmp);
 }
 
+TEST_CASE("spec: tune validate names the GPUs and how many trials fit at once", "[spec][cli]") {
+  fs::path tmp = TempDir();
+  auto validate = [&](const std::string& resources, const std::string& backend) {
+    fs::path file = tmp / "gpus.json";
+    std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
+        "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
+        "limits": {"max_concurrent_trials": 4},
+        "trial": {"command": ["true"], "workers": 1, "resources_per_worker": )" << resources << R"(},
+        "backend": )" << backend << "}";
+    Run r = Validate(tmp, file.string());
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+  // Three GPUs from backend.gpus, one per trial: 3 of 4 run at once.
+  std::string out = validate(R"({"cpu": 0.5, "gpu": 1})", R"({"type": "local", "gpus": ["0", "2", "5"],
+                                                              "cpus": 16})");
+  CHECK(out.find("\n  GPUs        3 (0, 2, 5), from backend.gpus\n") != std::string::npos);
+  CHECK(out.find("\n  capacity    3 trials at once: each takes 1 worker(s) x 0.5 CPU slot(s) and 1 GPU(s) of 16 "
+                 "CPU slots and 3 GPUs; max_concurrent_trials 4 (3 run, the rest wait)\n") != std::string::npos);
+  // Two GPUs per trial: one at a time.
+  out = validate(R"({"cpu": 1, "gpu": 2})", R"({"type": "local", "gpus": ["0", "2", "5"], "cpus": 16})");
+  CHECK(out.find("\n  capacity    1 trial at once: ") != std::string::npos);
+  // CPU slots bound: 16 / 8.
+  out = validate(R"({"cpu": 8})", R"({"type": "local", "cpus": 16})");
+  CHECK(out.find("\n  capacity    2 trials at once: each takes 1 worker(s) x 8 CPU slot(s) of 16 CPU slots") !=
+        std::string::npos);
+  // What this machine has (nvidia-smi's list, none here without a GPU).
+  CHECK(out.find("\n  GPUs        ") != std::string::npos);
+  fs::remove_all(tmp);
+}
+
 }  // namespace

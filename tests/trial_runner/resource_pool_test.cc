@@ -59,5 +59,23 @@ TEST_CASE("DetectGpus returns no ids without nvidia-smi", "[resource_pool]") {
   CHECK(DetectGpus().empty());
 }
 
+TEST_CASE("MaxConcurrent: the scarcer of CPU slots and GPUs decides", "[resource_pool]") {
+  ResourcePool pool(16, {0, 1, 2, 3, 4});
+  CHECK(pool.MaxConcurrent({1, 1, 1}) == 5);    // GPUs bound: 5 of them
+  CHECK(pool.MaxConcurrent({2, 1, 1}) == 2);    // 2 workers x 1 GPU
+  CHECK(pool.MaxConcurrent({1, 4, 0}) == 4);    // CPU bound: 16 / 4
+  CHECK(pool.MaxConcurrent({1, 0.5, 0}) == 32);
+  CHECK(pool.MaxConcurrent({1, 6, 1}) == 2);    // CPU bound although 5 GPUs
+  CHECK(pool.MaxConcurrent({1, 0, 0}) == -1);   // asks for nothing
+  CHECK(pool.MaxConcurrent({3, 1, 2}) == 0);    // 6 GPUs: never fits
+  ResourcePool tenths(1, {});
+  CHECK(tenths.MaxConcurrent({1, 0.1, 0}) == 10);  // not 9 from rounding
+  // The whole machine counts, not what is free now.
+  auto grant = pool.Acquire({1, 8, 2});
+  REQUIRE(grant.ok());
+  CHECK(pool.MaxConcurrent({1, 1, 1}) == 5);
+  pool.Release(*grant);
+}
+
 }  // namespace
 }  // namespace tune
