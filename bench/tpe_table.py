@@ -14,17 +14,20 @@ defaults and tune's multivariate mode). Standard library only.
 
   python3 bench/tpe_table.py --tune T.jsonl... --optuna O.jsonl... [--functions a,b] [--resamples 1000]
 
-Each median is over the seeds that side ran (tune's over all its seeds,
-Optuna's over its own); the ratio and P over the seeds both ran. The last
-column sets tune's default beside tune's multivariate mode with Optuna's
-settings, the same search as Optuna's default (bench/RESULTS.md), on all of
-tune's seeds: the effect of tune's own rules where Optuna's runs are few.
+Each median is over the seeds that run has; the ratios and P over the
+seeds both sides of the ratio ran (at least 20, else no ratio). The last column sets tune's default
+beside tune's multivariate mode with Optuna's settings, the same search as
+Optuna's default (bench/RESULTS.md): the effect of tune's own rules, on
+more seeds where Optuna's runs are few.
 """
 import argparse
 import json
 import math
 import random
 import statistics
+
+
+MIN_SEEDS = 20  # fewer common seeds than this: no ratio against Optuna
 
 
 def load(paths):
@@ -111,15 +114,16 @@ def table(tune, optuna, functions, inflight, resamples, rng):
             continue
         od = optuna.get((fn, "default", inflight), {})
         seeds = sorted(set(td) & set(od))
+        if len(seeds) < MIN_SEEDS:
+            seeds = []  # too few to compare
         tune_seeds = sorted(td)
         cells = [fn]
         for m in tune_modes:
             runs = tune.get((fn, m, inflight), {})
-            cells.append(fmt(statistics.median(runs[s] for s in tune_seeds))
-                         if all(s in runs for s in tune_seeds) else "-")
+            cells.append(fmt(statistics.median(runs.values())) if runs else "-")
         for m in optuna_modes:
             runs = optuna.get((fn, m, inflight), {})
-            cells.append(fmt(statistics.median(runs.values())) if runs else "-")
+            cells.append(fmt(statistics.median(runs.values())) if len(runs) >= MIN_SEEDS else "-")
         if seeds:
             xa = [td[s] for s in seeds]
             xb = [od[s] for s in seeds]
@@ -130,10 +134,8 @@ def table(tune, optuna, functions, inflight, resamples, rng):
         else:
             cells += ["-", "-", "-"]
         mv = tune.get((fn, "multivariate", inflight), {})
-        if all(s in mv for s in tune_seeds):
-            cells.append(vs_mv.add([td[s] for s in tune_seeds], [mv[s] for s in tune_seeds]))
-        else:
-            cells.append("-")
+        both = [s for s in tune_seeds if s in mv]
+        cells.append(vs_mv.add([td[s] for s in both], [mv[s] for s in both]) if both else "-")
         print("| " + " | ".join(cells) + " |")
     cells = ["geometric mean (functions)"] + [""] * (len(tune_modes) + len(optuna_modes))
     cells += [vs_optuna.geomean(), "", "", vs_mv.geomean()]
@@ -154,7 +156,7 @@ def main():
             if key[0] not in functions:
                 functions.append(key[0])
     rng = random.Random(0)
-    for k in sorted({key[2] for key in tune}):
+    for k in sorted({key[2] for key in tune if key[1] == "default"}):
         print("\n%s, median simple regret after the last trial:\n" %
               ("Sequential" if k == 1 else "%d trials in flight" % k))
         table(tune, optuna, functions, k, args.resamples, rng)

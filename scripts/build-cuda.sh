@@ -61,8 +61,9 @@ fi
 
 # lora_train compiles no CUDA kernels; a fixed architecture list only stops
 # libtorch's CMake from compiling a GPU probe (which CMake 3.25 cannot build
-# with nvcc 13: "CUDA20" dialect).
-export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-8.0;9.0}"
+# with nvcc 13: "CUDA20" dialect). A cache variable, so that the re-configure
+# of a later `cmake --build build-cuda` keeps it too.
+arch_list="${TORCH_CUDA_ARCH_LIST:-8.0;9.0}"
 
 # --- configure and build ----------------------------------------------------
 # find_package(Torch) resolves TORCH_LIBRARY and c10_LIBRARY to Debian's
@@ -70,7 +71,7 @@ export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-8.0;9.0}"
 # libtorch versions: pin them into the wheel.
 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PREFIX_PATH="$cmake_prefix" \
-  -DCMAKE_CXX_FLAGS="" -DTUNE_NCCL_INCLUDE_DIR="$nccl_include" \
+  -DCMAKE_CXX_FLAGS="" -DTUNE_NCCL_INCLUDE_DIR="$nccl_include" -DTORCH_CUDA_ARCH_LIST="$arch_list" \
   -DTORCH_LIBRARY="$torch_lib/libtorch.so" \
   -Dc10_LIBRARY="$torch_lib/libc10.so" \
   -DCMAKE_EXE_LINKER_FLAGS="$link_flags" \

@@ -57,12 +57,13 @@ Status WriteText(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-Status CopyFileTo(const std::string& from, const std::string& to_dir) {
+// Copies `from` to `to_dir`/`name`, whatever `from` is called.
+Status CopyFileAs(const std::string& from, const std::string& to_dir, const std::string& name) {
   std::error_code ec;
-  const fs::path to = fs::path(to_dir) / fs::path(from).filename();
+  const fs::path to = fs::path(to_dir) / name;
   if (fs::exists(to) && fs::equivalent(from, to, ec)) return Status::Ok();
   fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  if (ec) return Status::Internal("cannot copy " + from + " to " + to_dir + ": " + ec.message());
+  if (ec) return Status::Internal("cannot copy " + from + " to " + to.string() + ": " + ec.message());
   return Status::Ok();
 }
 
@@ -92,16 +93,21 @@ void LogStart(const Distributed& dist, const std::string& what) {
             << "lora_train: " << DescribeRuntime() << "; world size " << dist.world_size() << std::endl;
 }
 
-// Writes the base model folder: config.json, model.safetensors, tokenizer files.
-Status WriteModelFolder(CausalLm& model, const std::string& dir, const std::string& tokenizer_json) {
+// Writes the base model folder: config.json, model.safetensors, and the
+// tokenizer as tokenizer.json (whatever its file is called) plus
+// tokenizer_config.json: `tokenizer_config` if given, else the one next to
+// the tokenizer file, if there is one.
+Status WriteModelFolder(CausalLm& model, const std::string& dir, const std::string& tokenizer_json,
+                        const std::string& tokenizer_config = "") {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::Internal("cannot create " + dir + ": " + ec.message());
   TUNE_RETURN_IF_ERROR(WriteSafetensors(dir + "/model.safetensors", model->BaseState(), {{"format", "pt"}}));
   TUNE_RETURN_IF_ERROR(WriteText(dir + "/config.json", ModelConfigToJson(model->config())));
-  TUNE_RETURN_IF_ERROR(CopyFileTo(tokenizer_json, dir));
-  const fs::path tok_config = fs::path(tokenizer_json).parent_path() / "tokenizer_config.json";
-  if (fs::exists(tok_config)) TUNE_RETURN_IF_ERROR(CopyFileTo(tok_config.string(), dir));
+  TUNE_RETURN_IF_ERROR(CopyFileAs(tokenizer_json, dir, "tokenizer.json"));
+  if (!tokenizer_config.empty()) return CopyFileAs(tokenizer_config, dir, "tokenizer_config.json");
+  const fs::path sibling = fs::path(tokenizer_json).parent_path() / "tokenizer_config.json";
+  if (fs::exists(sibling)) TUNE_RETURN_IF_ERROR(CopyFileAs(sibling.string(), dir, "tokenizer_config.json"));
   return Status::Ok();
 }
 
@@ -225,6 +231,9 @@ int RunPretrain(const PretrainOptions& o) {
 int RunInit(const InitOptions& o) {
   return Guarded([&]() -> Status {
     TUNE_ASSIGN_OR_RETURN(text::Tokenizer tok, text::Tokenizer::Load(o.tokenizer));
+    if (!o.tokenizer_config.empty() && !fs::is_regular_file(o.tokenizer_config)) {
+      return Status::NotFound(o.tokenizer_config + ": --tokenizer-config: no such file");
+    }
     TUNE_ASSIGN_OR_RETURN(std::string config_text, ReadText(o.config));
     // vocab_size absent or 0: exactly the tokenizer's.
     nlohmann::json j;
@@ -242,7 +251,7 @@ int RunInit(const InitOptions& o) {
     if (config.bos_token_id < 0 && tok.bos_id()) config.bos_token_id = *tok.bos_id();
     torch::manual_seed(o.seed);
     CausalLm model(config);
-    TUNE_RETURN_IF_ERROR(WriteModelFolder(model, o.out, o.tokenizer));
+    TUNE_RETURN_IF_ERROR(WriteModelFolder(model, o.out, o.tokenizer, o.tokenizer_config));
     std::cerr << "lora_train: wrote a random " << config.model_type << " base with "
               << CountParams(model->parameters()) << " parameters to " << o.out << std::endl;
     return Status::Ok();

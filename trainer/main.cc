@@ -75,7 +75,10 @@ int main(int argc, char** argv) {
   tune::InitOptions init;
   CLI::App* init_cmd = app.add_subcommand("init", "write a randomly initialised base model");
   init_cmd->add_option("--config", init.config, "config.json")->required();
-  init_cmd->add_option("--tokenizer", init.tokenizer, "tokenizer.json")->required();
+  init_cmd->add_option("--tokenizer", init.tokenizer, "tokenizer file (any name; written as tokenizer.json)")
+      ->required();
+  init_cmd->add_option("--tokenizer-config", init.tokenizer_config,
+                       "tokenizer_config.json to keep (default: the one next to --tokenizer, if any)");
   init_cmd->add_option("--out", init.out, "output folder")->required();
   init_cmd->add_option("--seed", init.seed, "initialisation seed");
 

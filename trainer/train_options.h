@@ -62,7 +62,8 @@ struct PretrainOptions {
 
 struct InitOptions {
   std::string config;     // config.json (llama or qwen2)
-  std::string tokenizer;  // tokenizer.json
+  std::string tokenizer;         // any name; written to out/tokenizer.json
+  std::string tokenizer_config;  // optional; written to out/tokenizer_config.json
   std::string out;
   uint64_t seed = 0;
 };

@@ -123,7 +123,8 @@ struct LocalBackend::Attempt {
   int64_t report_count = 0;
   std::vector<MetricReport> pending;         // not yet returned by Poll
   Clock::time_point deadline = kNever;       // timeout_s
-  Clock::time_point kill_deadline = kNever;  // SIGKILL after the grace period
+  Clock::time_point kill_deadline = kNever;  // KillWorkerTree after the grace period
+  Clock::time_point group_kill_deadline = kNever;  // SIGKILL to the groups, if still alive
   bool terminating = false;
   bool timed_out = false;
   std::string failure;  // first reason the attempt failed; "" = none so far
@@ -561,10 +562,20 @@ void LocalBackend::CheckDeadlines(Clock::time_point now) {
       BeginTermination(a, options_.failure_grace);
     }
     if (a.kill_deadline <= now) {
+      // The supervisors SIGKILL their workers and everything those started
+      // (also what left the group with setsid), then exit.
+      for (const Rank& r : a.ranks) {
+        if (r.alive) KillWorkerTree(r.pid);
+      }
+      a.kill_deadline = kNever;
+      a.group_kill_deadline = now + std::chrono::seconds(2);
+    }
+    if (a.group_kill_deadline <= now) {
+      // A supervisor that could not (stopped, or stuck in the kernel).
       for (const Rank& r : a.ranks) {
         if (r.alive) ::kill(-r.pid, SIGKILL);
       }
-      a.kill_deadline = kNever;
+      a.group_kill_deadline = kNever;
     }
   }
 }
@@ -605,7 +616,7 @@ void LocalBackend::MonitorLoop() {
     for (auto& [id, ap] : attempts_) {
       Attempt& a = *ap;
       if (a.done) continue;
-      next = std::min({next, a.deadline, a.kill_deadline});
+      next = std::min({next, a.deadline, a.kill_deadline, a.group_kill_deadline});
       if (a.out_fd >= 0) {
         fds.push_back({a.out_fd, POLLIN, 0});
         watches.push_back({&a, -1});

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,8 @@ namespace {
 
 // Signal the supervisor receives when the thread that forked it exits.
 constexpr int kParentDeathSignal = SIGUSR1;
+// Signal the tuner sends a supervisor to have its worker's tree killed now.
+constexpr int kKillTreeSignal = SIGUSR2;
 
 // Everything below runs in a forked child of a multi-threaded process, so it
 // uses only async-signal-safe calls: no allocation, no locks, no stdio.
@@ -88,6 +91,87 @@ void SetDefaultDisposition(int sig) {
   ::_exit(127);
 }
 
+// Appends the decimal digits of `v` to `p`; returns the new end.
+char* AppendNumber(char* p, long v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && n < 24);
+  while (n > 0) *p++ = digits[--n];
+  return p;
+}
+
+// Up to `max` pids of this (single-threaded) process's children, from
+// /proc/<pid>/task/<pid>/children; -1 if that file cannot be read.
+int ReadChildren(pid_t self, pid_t* out, int max) {
+  char path[64] = "/proc/";
+  char* p = AppendNumber(path + 6, self);
+  const char kTask[] = "/task/";
+  for (const char* c = kTask; *c; ++c) *p++ = *c;
+  p = AppendNumber(p, self);
+  const char kChildren[] = "/children";
+  for (const char* c = kChildren; *c; ++c) *p++ = *c;
+  *p = '\0';
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  int n = 0;
+  long cur = -1;
+  for (;;) {
+    ssize_t got = ::read(fd, buf, sizeof(buf));
+    if (got <= 0) break;
+    for (ssize_t i = 0; i < got; ++i) {
+      if (buf[i] >= '0' && buf[i] <= '9') {
+        cur = (cur < 0 ? 0 : cur * 10) + (buf[i] - '0');
+      } else if (cur >= 0) {
+        if (n < max) out[n++] = static_cast<pid_t>(cur);
+        cur = -1;
+      }
+    }
+  }
+  if (cur >= 0 && n < max) out[n++] = static_cast<pid_t>(cur);
+  ::close(fd);
+  return n;
+}
+
+// The supervisor is a child subreaper: whatever its worker leaves behind,
+// also processes that left the worker's process group (setsid, setpgid),
+// is reparented to it when its parent dies. This SIGKILLs every child and
+// its process group, reaps them, and repeats with the orphans they leave,
+// until no child is left. Stores the worker's wait status in
+// `*worker_status` if it reaps the worker.
+void KillDescendants(pid_t self, pid_t worker, int* worker_status) {
+  for (int round = 0; round < 100000; ++round) {
+    pid_t kids[256];
+    int n = ReadChildren(self, kids, 256);
+    if (n < 0) {
+      // No children list (a kernel without CONFIG_PROC_CHILDREN): the
+      // worker's group, at least.
+      if (worker > 0) {
+        ::kill(-self, SIGKILL);
+      }
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      ::kill(kids[i], SIGKILL);
+      if (kids[i] != self) ::kill(-kids[i], SIGKILL);  // its group, if it leads one
+    }
+    int status = 0;
+    pid_t r = ::waitpid(-1, &status, __WALL | (n > 0 ? 0 : WNOHANG));
+    if (worker > 0 && r == worker) *worker_status = status;
+    if (r < 0 && errno == ECHILD) return;
+    if (r < 0 && errno != EINTR) return;
+    if (r == 0) {
+      // A child exists that the list does not show yet (being reparented):
+      // wait a moment.
+      timespec ms{0, 1000000};
+      ::nanosleep(&ms, nullptr);
+    }
+  }
+}
+
 // Exits the way the worker did.
 [[noreturn]] void ExitLike(int status) {
   if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
@@ -117,6 +201,7 @@ void SetDefaultDisposition(int sig) {
   ::setpgid(0, 0);
   SetDefaultDisposition(SIGCHLD);  // never SIG_IGN: we reap the worker
   ::prctl(PR_SET_PDEATHSIG, kParentDeathSignal);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // the worker's orphans come to us
   if (::getppid() != tuner) {  // the tuner died before prctl
     ::kill(0, SIGKILL);
     ::_exit(127);
@@ -144,18 +229,28 @@ void SetDefaultDisposition(int sig) {
   sigemptyset(&wanted);
   sigaddset(&wanted, SIGCHLD);
   sigaddset(&wanted, kParentDeathSignal);
+  sigaddset(&wanted, kKillTreeSignal);
   for (;;) {
     siginfo_t info;
     int sig = ::sigwaitinfo(&wanted, &info);
     if (sig == SIGCHLD) {
       int status = 0;
       pid_t r = ::waitpid(worker, &status, WNOHANG);
-      if (r == worker) ExitLike(status);
+      if (r == worker) {
+        // The attempt is over: nothing it started may outlive it.
+        KillDescendants(self, -1, &status);
+        ExitLike(status);
+      }
       if (r < 0 && errno == ECHILD) ::_exit(255);
-    } else if (sig == kParentDeathSignal) {
-      // The tuner's monitor thread (or the whole tuner) is gone: take the
-      // group down. A worker sending us this signal is ignored.
-      if (info.si_pid == tuner || ::getppid() != tuner) ::kill(0, SIGKILL);
+    } else if (sig == kParentDeathSignal || sig == kKillTreeSignal) {
+      // The tuner's monitor thread (or the whole tuner) is gone, or the
+      // tuner's grace period ran out: take the worker and everything it
+      // started down. A worker sending us these signals is ignored.
+      if (info.si_pid == tuner || ::getppid() != tuner) {
+        int status = SIGKILL;  // as if killed by SIGKILL, unless reaped first
+        KillDescendants(self, worker, &status);
+        ExitLike(status);
+      }
     }
   }
 }
@@ -190,6 +285,8 @@ Result<pid_t> SpawnInProcessGroup(const WorkerCommand& cmd) {
   ::setpgid(pid, pid);
   return pid;
 }
+
+void KillWorkerTree(pid_t supervisor) { ::kill(supervisor, kKillTreeSignal); }
 
 Result<std::string> ResolveExecutable(const std::string& argv0, const std::string& working_dir,
                                       const std::string& path_env) {

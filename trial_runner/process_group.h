@@ -38,6 +38,11 @@ struct WorkerCommand {
 //  - survives SIGTERM/SIGINT/SIGHUP sent to the group and waits for the
 //    worker, then exits the way the worker did (same exit code, or killed by
 //    the same signal), so the caller sees the worker's status;
+//  - is a child subreaper (PR_SET_CHILD_SUBREAPER): before it exits, and
+//    when the tuner dies or calls KillWorkerTree, it SIGKILLs and reaps
+//    every descendant of the worker, also those that left its process group
+//    or session (setsid), so nothing a trial started outlives its attempt
+//    (needs /proc/<pid>/task/<tid>/children, CONFIG_PROC_CHILDREN);
 //  - gives the worker stdin /dev/null, stdout+stderr `output_fd`, no other
 //    descriptors, default signal dispositions, an empty signal mask and
 //    PR_SET_PDEATHSIG(SIGKILL).
@@ -46,6 +51,12 @@ struct WorkerCommand {
 // The caller should block signals in the calling thread (the child inherits
 // the mask, which closes the window before the supervisor blocks them).
 Result<pid_t> SpawnInProcessGroup(const WorkerCommand& cmd);
+
+// Asks supervisor `supervisor` (a pid SpawnInProcessGroup returned) to
+// SIGKILL its worker and every descendant now, reap them, and exit. Use it
+// instead of SIGKILL to the group, which would kill the supervisor first
+// and orphan what left the group.
+void KillWorkerTree(pid_t supervisor);
 
 // argv[0] with a '/' is resolved relative to `working_dir` (absolute paths
 // as they are); otherwise it is searched in `path_env` (a PATH value).

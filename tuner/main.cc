@@ -41,6 +41,9 @@ void InstallSignalHandlers() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // A file size limit (RLIMIT_FSIZE) reached: a write error (EFBIG) that
+  // SQLite reports as a full disk, one sentence, instead of a core dump.
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 }  // namespace

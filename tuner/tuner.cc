@@ -19,6 +19,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// reports.excluded of a report printed after the trial reached max_t.
+constexpr const char kAfterMaxT[] = "after max_t";
+
 // True if `a` is a better objective value than `b` in `mode`.
 bool Better(double a, double b, Mode mode) { return mode == Mode::kMin ? a < b : a > b; }
 
@@ -281,7 +284,9 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   Status st = parts.backend->Launch(launch);
   if (!st.ok()) {
     // Could not start at all: a failed attempt (counted, maybe retried).
-    TUNE_RETURN_IF_ERROR(parts.storage->StartTrial(id, t.attempt, "not started"));
+    if (Status started = parts.storage->StartTrial(id, t.attempt, "not started"); !started.ok()) {
+      return started.code() == StatusCode::kUnavailable ? Status::Internal(started.message()) : started;
+    }
     t.state = TrialState::kRunning;
     running.insert(id);
     started_at[id] = Clock::now();
@@ -289,7 +294,12 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   }
   std::string location = "local";
   if (auto rs = parts.backend->State(id); rs.ok() && !rs->location.empty()) location = rs->location;
-  TUNE_RETURN_IF_ERROR(parts.storage->StartTrial(id, t.attempt, location));
+  if (Status started = parts.storage->StartTrial(id, t.attempt, location); !started.ok()) {
+    // Never kUnavailable from here: the caller reads that as "no free
+    // resources" and would launch it again.
+    (void)parts.backend->Kill(id, std::chrono::milliseconds(0));
+    return started.code() == StatusCode::kUnavailable ? Status::Internal(started.message()) : started;
+  }
   t.state = TrialState::kRunning;
   running.insert(id);
   started_at[id] = Clock::now();
@@ -342,6 +352,12 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
   for (const MetricReport& r : reports) {
     Trial& t = Get(id);
     auto obj = Objective(r);
+    if (finishing.count(id)) {
+      // Past max_t (as Ray, trials compare at equal budget): kept, marked,
+      // and never part of the value, the sampler's or the scheduler's view.
+      TUNE_RETURN_IF_ERROR(parts.storage->AppendExcludedReport(id, t.attempt, r, obj, kAfterMaxT));
+      continue;
+    }
     TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
     if (obj) {
       t.intermediate[r.step] = *obj;
@@ -358,7 +374,6 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
       }
       continue;
     }
-    if (finishing.count(id)) continue;  // past max_t: no more decisions
     Decision d = parts.scheduler->OnTrialResult(t, r.step, *obj);
     if (d.action == Action::kStop) {
       if (!d.rung) {
@@ -486,10 +501,20 @@ Status Tuner::Impl::StopAllRunning(TrialState as, const std::string& message) {
       for (const MetricReport& r : *reports) {
         Trial& t = Get(id);
         auto obj = Objective(r);
+        if (finishing.count(id)) {
+          TUNE_RETURN_IF_ERROR(parts.storage->AppendExcludedReport(id, t.attempt, r, obj, kAfterMaxT));
+          continue;
+        }
         TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
         if (obj) t.intermediate[r.step] = *obj;
         if (parts.tracking) parts.tracking->OnReport(t, r);
       }
+    }
+    if (finishing.erase(id)) {
+      // It had reached max_t: its budget is used, so it is completed
+      // (also when interrupted: nothing is left to run).
+      TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kCompleted, "reached max_t"));
+      continue;
     }
     if (as == TrialState::kPending) {
       // Interrupted: it runs again on --resume.
@@ -528,6 +553,7 @@ ProgressCounts Tuner::Impl::Counts() const {
 
 void Tuner::Impl::Tick(bool force) {
   if (!parts.progress) return;
+  if (std::string notice = parts.backend->TakeNotice(); !notice.empty()) parts.progress->OnMessage(notice);
   auto now = Clock::now();
   if (!force && now - last_tick < std::chrono::milliseconds(500)) return;
   last_tick = now;

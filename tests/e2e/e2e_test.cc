@@ -420,6 +420,44 @@ TEST_CASE("ASHA-pruned trials really stop near their rung and their processes ar
   CHECK(pruned > 0);
 }
 
+TEST_CASE("reports after max_t are stored, marked, and never change a trial's value", "[e2e]") {
+  TempDir dir;
+  // The trial runs on to step 100 (within the kill grace) after ASHA has
+  // completed it at max_t 20; its loss keeps falling, so a late report
+  // that counted would change the value under either scope.
+  for (const std::string scope : {"last", "best"}) {
+    json spec = SyntheticSpec("e2e-maxt-" + scope, 2, 1, 100, 4);
+    spec["objective"]["scope"] = scope;
+    spec["parameters"] = {{"lr", {{"type", "choice"}, {"values", {3e-4}}}},
+                          {"lora_r", {{"type", "choice"}, {"values", {8, 16}}}},
+                          {"dropout", {{"type", "choice"}, {"values", {0.1}}}}};
+    spec["scheduler"] = {{"type", "asha"}, {"max_t", 20}, {"grace_period", 20}, {"reduction_factor", 2}};
+    fs::path spec_path = Write(dir.path, spec);
+    std::string db = (dir.path / (scope + ".db")).string();
+    Output run = Sh(Tune("run " + Quote(spec_path) + " --db " + Quote(db) + " --quiet"));
+    INFO(run.out);
+    REQUIRE(run.code == 0);
+    auto q = [&](const std::string& sql) {
+      Output o = Sh("sqlite3 " + Quote(db) + " " + Quote(sql));
+      REQUIRE(o.code == 0);
+      return o.out;
+    };
+    // Every trial: completed, last_step 20, value = its step-20 report (last)
+    // or the best report up to step 20 (best); later reports kept, marked.
+    CHECK(q("SELECT count(*) FROM trials WHERE state = 'completed' AND last_step = 20") == "2\n");
+    CHECK(q("SELECT count(*) FROM trials t WHERE t.value = (SELECT " +
+            (scope == "last" ? std::string("objective") : "min(objective)") +
+            " FROM reports r WHERE r.trial_id = t.id AND r.step " + (scope == "last" ? "= 20" : "<= 20") + ")") ==
+          "2\n");
+    CHECK(q("SELECT count(*) FROM reports WHERE excluded IS NULL AND step > 20") == "0\n");
+    CHECK(q("SELECT count(*) FROM trials t WHERE (SELECT max(step) FROM reports r WHERE r.trial_id = t.id "
+            "AND r.excluded = 'after max_t') > 20") == "2\n");
+    CHECK(q("SELECT count(*) FROM trials t WHERE (SELECT min(objective) FROM reports r WHERE r.trial_id = t.id "
+            "AND r.excluded IS NOT NULL) < t.value - 0.1") == "2\n");
+    CHECK(q("SELECT count(DISTINCT report_id) FROM observation_logs WHERE excluded = 'after max_t'") != "0\n");
+  }
+}
+
 TEST_CASE("a resumed ASHA experiment decides as the uninterrupted one", "[e2e]") {
   TempDir dir;
   // One trial at a time: report order, hence every decision, is fixed.

@@ -18,14 +18,19 @@ namespace fs = std::filesystem;
 
 inline const std::string kBin = TUNE_BIN_DIR;
 
-// A fresh directory under /tmp, removed with everything in it.
+// A fresh directory under the temp dir ($TMPDIR, else /tmp), removed with
+// everything in it, also when a REQUIRE fails.
 struct TempDir {
   fs::path path;
   TempDir() {
-    char tmpl[] = "/tmp/tune_e2e_XXXXXX";
-    path = mkdtemp(tmpl);
+    std::string tmpl = (fs::temp_directory_path() / "tune_e2e_XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
 };
 
 struct Output {
@@ -47,7 +52,12 @@ inline Output Sh(const std::string& cmd) {
   return o;
 }
 
-inline std::string Quote(const std::string& s) { return "'" + s + "'"; }
+// `s` as one shell word (single quotes; a ' inside becomes '\'').
+inline std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 
 // The `tune` binary of this build with `args`, as a shell command line.
 inline std::string Tune(const std::string& args) { return Quote(kBin + "/tune") + " " + args; }

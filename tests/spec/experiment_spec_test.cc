@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "tuner/experiment_spec.h"
@@ -20,14 +21,20 @@ ExperimentSpec MustParse(const std::string& text, const std::string& path = "exp
   return std::move(spec).value();
 }
 
-// A fresh directory under the build tree's temp area.
-fs::path TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() /
-                 ("tune-spec-test-" + std::to_string(::getpid()) + "-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+// A fresh directory under the temp dir, removed when the object goes (also
+// when a REQUIRE fails).
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    std::string tmpl = (fs::temp_directory_path() / ("tune-spec-test-" + name + "-XXXXXX")).string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
 
 void WriteFile(const fs::path& p, const std::string& text) {
   std::ofstream out(p);
@@ -424,7 +431,8 @@ TEST_CASE("spec: a missing file names the file and the OS reason", "[spec]") {
   CHECK(spec.status().IsInvalidArgument());
   CHECK(spec.status().message() == "no/such/dir/exp.json: cannot read: No such file or directory");
 
-  fs::path dir = TempDir("isdir");
+  const TempDir scratch("isdir");
+  const fs::path& dir = scratch.path;
   auto is_dir = LoadExperimentSpec(dir.string());
   REQUIRE_FALSE(is_dir.ok());
   CHECK(is_dir.status().message() == dir.string() + ": cannot read: Is a directory");
@@ -432,7 +440,8 @@ TEST_CASE("spec: a missing file names the file and the OS reason", "[spec]") {
 }
 
 TEST_CASE("spec: a spec loaded from a file knows its path and directory", "[spec]") {
-  fs::path dir = TempDir("load");
+  const TempDir scratch("load");
+  const fs::path& dir = scratch.path;
   fs::path file = dir / "exp.json";
   std::string text = kMinimal;
   text.insert(text.rfind('}'), R"(, "storage": {"path": "tune.db"})");

@@ -42,18 +42,27 @@ Run Validate(const fs::path& dir, const std::string& file) {
   return r;
 }
 
-fs::path TempDir() {
-  fs::path dir = fs::temp_directory_path() / ("tune-validate-test-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+// A fresh directory under the temp dir, removed when the object goes (also
+// when a REQUIRE fails).
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "tune-validate-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
 
 // lora_train is built only with libtorch (TUNE_WITH_TORCH).
 bool LoraTrainBuilt() { return fs::exists(fs::path(TUNE_BIN_DIR) / "lora_train"); }
 
 TEST_CASE("spec: tune validate accepts every example experiment", "[spec][cli]") {
-  fs::path tmp = TempDir();
+  const TempDir scratch;
+  const fs::path& tmp = scratch.path;
   int count = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(TUNE_SOURCE_DIR) / "experiments")) {
     if (entry.path().extension() != ".json") continue;
@@ -83,7 +92,8 @@ TEST_CASE("spec: tune validate accepts every example experiment", "[spec][cli]")
 }
 
 TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][cli]") {
-  fs::path tmp = TempDir();
+  const TempDir scratch;
+  const fs::path& tmp = scratch.path;
   fs::path default_json = fs::path(TUNE_SOURCE_DIR) / "experiments" / "default.json";
   if (!LoraTrainBuilt()) {  // the same spec with a program that is there
     std::string text = ReadAll(default_json);
@@ -114,7 +124,8 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
 }
 
 TEST_CASE("spec: tune validate shows where ASHA checks trials, bracket by bracket", "[spec][cli]") {
-  fs::path tmp = TempDir();
+  const TempDir scratch;
+  const fs::path& tmp = scratch.path;
   auto validate = [&](const std::string& scheduler) {
     fs::path file = tmp / "asha.json";
     std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
@@ -142,7 +153,8 @@ TEST_CASE("spec: tune validate shows where ASHA checks trials, bracket by bracke
 }
 
 TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence", "[spec][cli]") {
-  fs::path tmp = TempDir();
+  const TempDir scratch;
+  const fs::path& tmp = scratch.path;
   struct Case {
     const char* text;
     const char* sentence;  // after "<file>: "

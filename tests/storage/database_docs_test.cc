@@ -73,6 +73,11 @@ void CheckExampleQueries(const std::vector<std::string>& queries) {
           m.values = {{"eval_loss", v}, {"train_loss", v - 0.1}};
           REQUIRE(db->AppendReport(t.id, 0, m, v).ok());
         }
+        // Printed after max_t: stored, but not part of the learning curve.
+        MetricReport late;
+        late.step = 55;
+        late.values = {{"eval_loss", 0.01}, {"train_loss", 0.01}};
+        REQUIRE(db->AppendExcludedReport(t.id, 0, late, 0.01, "after max_t").ok());
         TrialState end = i == 5 ? TrialState::kPruned : TrialState::kCompleted;
         REQUIRE(db->FinishTrial(t.id, end, final_value, std::nullopt, "").ok());
         if (exp == e && end == TrialState::kCompleted) {

@@ -12,6 +12,21 @@
 namespace tune {
 namespace {
 
+// Takes a current database back to version 2, as an earlier tune wrote it:
+// no reports.excluded, and the old observation_logs view.
+void RewindToV2(SQLite::Database& raw) {
+  raw.exec(R"sql(
+    DROP VIEW observation_logs;
+    ALTER TABLE reports DROP COLUMN excluded;
+    CREATE VIEW observation_logs AS
+      SELECT t.experiment_id AS experiment_id, t.id AS trial_id, t.number AS trial_number,
+             r.attempt AS attempt, (r.attempt = t.attempt AND t.state <> 'pending') AS is_current,
+             r.id AS report_id, r.step AS step, r.time AS time, m.name AS metric, m.value AS value
+      FROM metrics m JOIN reports r ON r.id = m.report_id JOIN trials t ON t.id = r.trial_id;
+    PRAGMA user_version = 2;
+  )sql");
+}
+
 TEST_CASE("a new database gets WAL mode and the current schema version", "[storage][schema]") {
   testing::TempDir dir;
   const std::string path = dir.File("new.db");
@@ -82,6 +97,7 @@ TEST_CASE("a version 1 database is upgraded in place and keeps its experiments",
   {
     // Back to version 1 as an earlier tune wrote it.
     SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    RewindToV2(raw);
     raw.exec("ALTER TABLE experiments DROP COLUMN run_seconds");
     raw.exec("PRAGMA user_version = 1");
   }
@@ -94,7 +110,48 @@ TEST_CASE("a version 1 database is upgraded in place and keeps its experiments",
   REQUIRE((*db)->SetExperimentRunSeconds(old->id, 12.5).ok());
   CHECK((*db)->FindExperiment("old")->run_seconds == 12.5);
   SQLite::Database raw(path, SQLite::OPEN_READONLY);
-  CHECK(raw.execAndGet("PRAGMA user_version").getInt() == 2);
+  CHECK(raw.execAndGet("PRAGMA user_version").getInt() == internal::kSchemaVersion);
+}
+
+TEST_CASE("a version 2 database gains reports.excluded and keeps its reports", "[storage][schema]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("v2.db");
+  TrialId trial = 0;
+  {
+    auto db = std::move(OpenSqliteStorage(path)).value();
+    ExperimentId e = *db->CreateExperiment("old", "{}", 3);
+    trial = db->CreateTrial(e, {})->id;
+    REQUIRE(db->StartTrial(trial, 0, "local").ok());
+    MetricReport r;
+    r.step = 4;
+    r.values["loss"] = 0.5;
+    REQUIRE(db->AppendReport(trial, 0, r, 0.5).ok());
+  }
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    RewindToV2(raw);
+  }
+  auto db = OpenSqliteStorage(path);
+  REQUIRE(db.ok());
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READONLY);
+    CHECK(raw.execAndGet("PRAGMA user_version").getInt() == 3);
+    CHECK(raw.execAndGet("SELECT count(*) FROM observation_logs WHERE excluded IS NULL AND step = 4").getInt() == 1);
+  }
+  // The old report still counts; a new excluded one is stored and marked.
+  MetricReport late;
+  late.step = 9;
+  late.values["loss"] = 0.1;
+  REQUIRE((*db)->AppendExcludedReport(trial, 0, late, 0.1, "after max_t").ok());
+  auto reports = (*db)->ListTrialReports(trial);
+  REQUIRE(reports.ok());
+  REQUIRE(reports->size() == 2);
+  CHECK(reports->at(0).excluded.empty());
+  CHECK(reports->at(1).excluded == "after max_t");
+  auto trials = (*db)->ListTrials((*db)->FindExperiment("old")->id);
+  REQUIRE(trials.ok());
+  CHECK(trials->at(0).intermediate == std::map<int64_t, double>{{4, 0.5}});
+  CHECK(trials->at(0).value == 0.5);
 }
 
 TEST_CASE("files that are not tune databases are refused", "[storage][schema]") {

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -223,6 +225,59 @@ TEST_CASE("a retried trial starts a new attempt with a fresh learning curve", "[
   REQUIRE(all.size() == 3);
   CHECK(all[0].attempt == 0);
   CHECK(all[2].attempt == 1);
+}
+
+TEST_CASE("an excluded report is kept and marked but counts nowhere", "[storage]") {
+  TempDir dir;
+  auto db = Open(dir.File("tune.db"));
+  ExperimentId e = *db->CreateExperiment("exp", "{}", 1);
+  Trial t = *db->CreateTrial(e, {});
+  REQUIRE(db->StartTrial(t.id, 0, "local").ok());
+  REQUIRE(db->AppendReport(t.id, 0, Report(10, {{"loss", 2.0}}), 2.0).ok());
+  REQUIRE(db->AppendExcludedReport(t.id, 0, Report(12, {{"loss", 0.5}}), 0.5, "after max_t").ok());
+
+  auto rec = (*db->ListTrialRecords(e))[0];
+  CHECK(rec.trial.intermediate == std::map<int64_t, double>{{10, 2.0}});
+  CHECK(rec.trial.value == 2.0);
+  CHECK(rec.last_step == 10);
+  auto counted = *db->ListReports(e);
+  REQUIRE(counted.size() == 1);
+  CHECK(counted[0].report.step == 10);
+  auto all = *db->ListTrialReports(t.id);
+  REQUIRE(all.size() == 2);
+  CHECK(all[1].excluded == "after max_t");
+  CHECK(all[1].report.values.at("loss") == 0.5);
+  SQLite::Database raw(dir.File("tune.db"), SQLite::OPEN_READONLY);
+  CHECK(raw.execAndGet("SELECT excluded FROM observation_logs WHERE step = 12").getString() == "after max_t");
+  CHECK(raw.execAndGet("SELECT count(*) FROM observation_logs WHERE excluded IS NULL").getInt() == 1);
+  // A finished trial takes no reports, excluded or not.
+  REQUIRE(db->FinishTrial(t.id, TrialState::kCompleted, 2.0, std::nullopt, "reached max_t").ok());
+  CHECK(db->AppendExcludedReport(t.id, 0, Report(13, {{"loss", 0.4}}), 0.4, "after max_t").code() ==
+        StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("a database file deleted or replaced while open fails the next write", "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("tune.db");
+  auto db = Open(path);
+  ExperimentId e = *db->CreateExperiment("exp", "{}", 1);
+  SECTION("deleted") {
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + "-wal");
+    std::filesystem::remove(path + "-shm");
+  }
+  SECTION("its directory deleted") {
+    std::filesystem::remove_all(dir.File(""));
+  }
+  SECTION("replaced by another file") {
+    std::filesystem::rename(path, path + ".moved");
+    std::ofstream(path) << "";
+  }
+  auto t = db->CreateTrial(e, {});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().code() == StatusCode::kInternal);
+  CHECK(t.status().message() == path + ": the database file was deleted or replaced while tune was using it; "
+                                       "stopping, since nothing written to it from now on could be kept");
 }
 
 TEST_CASE("NaN metric values are kept as NaN, not dropped", "[storage]") {

@@ -1,7 +1,10 @@
 // Helpers shared by the trainer tests.
 #pragma once
 
+#include <stdlib.h>
+
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include <torch/torch.h>
@@ -10,15 +13,26 @@ namespace tune::testing {
 
 inline std::string GoldenDir() { return std::string(TUNE_SOURCE_DIR) + "/tests/trainer/golden"; }
 
-// A fresh empty folder under the system temp dir, unique per call.
-inline std::string TempDir(const std::string& tag) {
-  static int counter = 0;
-  auto p = std::filesystem::temp_directory_path() /
-           ("lora_train_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  std::filesystem::remove_all(p);
-  std::filesystem::create_directories(p);
-  return p.string();
-}
+// A fresh empty folder under the system temp dir, unique per object, removed
+// with everything in it when the object goes (also when a REQUIRE throws).
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / ("lora_train_test_" + tag + "_XXXXXX")).string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // max |a - b| <= rtol * max |b| (+ a tiny floor): "relative to the tensor".
 inline bool CloseRel(const torch::Tensor& a, const torch::Tensor& b, double rtol) {

@@ -95,7 +95,8 @@ void CheckSameAdapter(const std::string& a_dir, const std::string& b_dir, double
 }
 
 TEST_CASE("lora_train fine-tunes: loss goes down, PEFT files written", "[trainer][run]") {
-  const std::string dir = testing::TempDir("run");
+  const testing::TempDir tmp("run");
+  const std::string& dir = tmp.path();
   const std::string data = WriteData(dir);
   const int rc = Sh(Bin() + CommonFlags(data) + " --output " + dir + "/out --max-steps 24 --eval-every 8" +
                     " --log-every 4 --lr 2e-2 --batch-size 4 --warmup-steps 2 > " + dir + "/stdout 2> " + dir +
@@ -125,8 +126,46 @@ TEST_CASE("lora_train fine-tunes: loss goes down, PEFT files written", "[trainer
   CHECK((*adapter)["base_model.model.model.layers.1.mlp.up_proj.lora_B.weight"].abs().max().item<double>() > 0);
 }
 
+TEST_CASE("init takes a tokenizer file of any name and writes a base that --base loads", "[trainer][run][init]") {
+  const testing::TempDir tmp("init");
+  const std::string& dir = tmp.path();
+  const std::string golden = testing::GoldenDir() + "/llama";
+  std::filesystem::create_directories(dir + "/src");
+  std::filesystem::copy_file(golden + "/tokenizer.json", dir + "/src/my-bpe.v2.json");
+  std::filesystem::copy_file(golden + "/config.json", dir + "/cfg.json");
+  {
+    std::ofstream out(dir + "/src/special.json");
+    out << R"({"model_max_length": 64, "eos_token": "marker-for-this-test"})";
+  }
+  const std::string data = WriteData(dir);
+  const int rc = Sh(Bin() + " init --config " + dir + "/cfg.json --tokenizer " + dir +
+                    "/src/my-bpe.v2.json --tokenizer-config " + dir + "/src/special.json --out " + dir +
+                    "/base 2> " + dir + "/init.err");
+  INFO(Slurp(dir + "/init.err"));
+  REQUIRE(rc == 0);
+  CHECK(Slurp(dir + "/base/tokenizer.json") == Slurp(golden + "/tokenizer.json"));
+  CHECK_THAT(Slurp(dir + "/base/tokenizer_config.json"), Catch::Contains("marker-for-this-test"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/base/my-bpe.v2.json"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/base/special.json"));
+  // The folder it wrote is a base that fine-tuning loads.
+  const int ft = Sh(Bin() + " --base " + dir + "/base --data " + data +
+                    " --seq-len 48 --threads 1 --lora-r 2 --max-steps 2 --eval-every 0 --output " + dir +
+                    "/out > " + dir + "/ft.out 2> " + dir + "/ft.err");
+  INFO(Slurp(dir + "/ft.err"));
+  CHECK(ft == 0);
+  CHECK(std::filesystem::exists(dir + "/out/adapter_model.safetensors"));
+  // A --tokenizer-config that does not exist is named, exit 2, no folder.
+  const int bad = Sh(Bin() + " init --config " + dir + "/cfg.json --tokenizer " + dir +
+                     "/src/my-bpe.v2.json --tokenizer-config " + dir + "/nope.json --out " + dir + "/base2 2> " +
+                     dir + "/bad.err");
+  CHECK(bad == 2);
+  CHECK_THAT(Slurp(dir + "/bad.err"), Catch::Contains("nope.json"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/base2"));
+}
+
 TEST_CASE("checkpoint + resume equals an uninterrupted run", "[trainer][run]") {
-  const std::string dir = testing::TempDir("resume");
+  const testing::TempDir tmp("resume");
+  const std::string& dir = tmp.path();
   const std::string data = WriteData(dir);
   const std::string flags = CommonFlags(data) + " --max-steps 6 --save-every 3 --eval-every 0 --lr 1e-2" +
                             " --batch-size 2 --grad-accum 2 --lora-dropout 0.2 --warmup-steps 2";
@@ -145,7 +184,8 @@ TEST_CASE("checkpoint + resume equals an uninterrupted run", "[trainer][run]") {
 }
 
 TEST_CASE("2 ranks with batch b equal 1 rank with batch 2b", "[trainer][run][distributed]") {
-  const std::string dir = testing::TempDir("ddp");
+  const testing::TempDir tmp("ddp");
+  const std::string& dir = tmp.path();
   const std::string data = WriteData(dir);
   const std::string flags = CommonFlags(data) + " --max-steps 4 --eval-every 2 --lr 1e-2 --lora-dropout 0" +
                             " --dist-timeout 60";
@@ -166,7 +206,8 @@ TEST_CASE("2 ranks with batch b equal 1 rank with batch 2b", "[trainer][run][dis
 }
 
 TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][distributed]") {
-  const std::string dir = testing::TempDir("dead");
+  const testing::TempDir tmp("dead");
+  const std::string& dir = tmp.path();
   const std::string data = WriteData(dir);
   const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
   // Rank 1 is killed after a moment; rank 0 must notice and fail, not hang.
@@ -182,7 +223,8 @@ TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][dist
 
 TEST_CASE("a config.json key that could change the math is refused: exit 2, the key and the file named, no output",
           "[trainer][run][config]") {
-  const std::string dir = testing::TempDir("badkey");
+  const testing::TempDir tmp("badkey");
+  const std::string& dir = tmp.path();
   struct Cleanup {
     std::string dir;
     ~Cleanup() { std::filesystem::remove_all(dir); }

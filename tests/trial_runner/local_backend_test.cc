@@ -455,6 +455,82 @@ TEST_CASE("no orphans when the tuner is SIGKILLed", "[local_backend]") {
   CHECK_FALSE(ProcessLive(grandchild));
 }
 
+// A trial script that starts a daemon in a session of its own (setsid),
+// which forks once more; both write their pids to files in the trial dir.
+std::string SetsidDaemon() {
+  return "setsid sh -c '(sleep 100 >/dev/null 2>&1 & echo $! > daemon2.tmp; mv daemon2.tmp daemon2); "
+         "echo $$ > daemon.tmp; mv daemon.tmp daemon; exec sleep 100' >/dev/null 2>&1 & ";
+}
+
+// Session id of a live process, from /proc (-1 if it is gone).
+pid_t SessionOf(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream in(stat.substr(paren + 2));
+  char state = 0;
+  pid_t ppid = 0, pgrp = 0, session = 0;
+  in >> state >> ppid >> pgrp >> session;
+  return session;
+}
+
+TEST_CASE("a descendant that calls setsid does not outlive its attempt", "[local_backend]") {
+  TempDir tmp;
+  LocalBackend b(SmallMachine());
+  SECTION("the worker exits 0 and leaves the daemon behind") {
+    std::string dir = tmp.Sub("exit");
+    REQUIRE(b.Launch(Spec(1, dir, Sh(SetsidDaemon() + "while [ ! -e daemon2 ] || [ ! -e daemon ]; do sleep 0.01; done; "
+                                                      "echo step=1 loss=1"))).ok());
+    pid_t daemon = std::stoi(WaitForFile(dir + "/daemon"));
+    pid_t daemon2 = std::stoi(WaitForFile(dir + "/daemon2"));
+    Outcome o = WaitDone(b, 1);
+    CHECK(o.status.state == RunState::kSucceeded);
+    CHECK(o.reports.size() == 1);
+    CHECK(Eventually([&] { return !ProcessLive(daemon) && !ProcessLive(daemon2); }));
+  }
+  SECTION("Kill while the worker runs") {
+    std::string dir = tmp.Sub("kill");
+    REQUIRE(b.Launch(Spec(2, dir, Sh(SetsidDaemon() + "sleep 100"))).ok());
+    pid_t daemon = std::stoi(WaitForFile(dir + "/daemon"));
+    pid_t daemon2 = std::stoi(WaitForFile(dir + "/daemon2"));
+    REQUIRE(ProcessLive(daemon));
+    CHECK(SessionOf(daemon) == daemon);  // it really left the trial's session and group
+    REQUIRE(b.Kill(2, 200ms).ok());
+    Outcome o = WaitDone(b, 2);
+    CHECK(o.status.state == RunState::kFailed);
+    CHECK(Eventually([&] { return !ProcessLive(daemon) && !ProcessLive(daemon2); }));
+  }
+  SECTION("a worker that ignores SIGTERM, killed after its grace period") {
+    std::string dir = tmp.Sub("term");
+    REQUIRE(b.Launch(Spec(3, dir, Sh("trap '' TERM; " + SetsidDaemon() + "while :; do sleep 0.05; done"))).ok());
+    pid_t daemon = std::stoi(WaitForFile(dir + "/daemon"));
+    REQUIRE(b.Kill(3, 300ms).ok());
+    Outcome o = WaitDone(b, 3);
+    CHECK(o.status.state == RunState::kFailed);
+    CHECK(Eventually([&] { return !ProcessLive(daemon); }));
+    CHECK(LiveInGroup(Pgids(o.status)[0]).empty());
+  }
+}
+
+TEST_CASE("a setsid daemon does not outlive a SIGKILLed tuner", "[local_backend]") {
+  TempDir tmp;
+  std::string dir = tmp.Sub("t");
+  pid_t tuner = ::fork();
+  REQUIRE(tuner >= 0);
+  if (tuner == 0) {
+    LocalBackend b(SmallMachine());
+    if (!b.Launch(Spec(1, dir, Sh(SetsidDaemon() + "sleep 100"))).ok()) ::_exit(1);
+    for (;;) ::pause();
+  }
+  pid_t daemon = std::stoi(WaitForFile(dir + "/daemon"));
+  pid_t daemon2 = std::stoi(WaitForFile(dir + "/daemon2"));
+  REQUIRE(ProcessLive(daemon));
+  REQUIRE(::kill(tuner, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(tuner, &status, 0) == tuner);
+  CHECK(Eventually([&] { return !ProcessLive(daemon) && !ProcessLive(daemon2); }));
+}
+
 TEST_CASE("Shutdown kills everything and refuses new launches", "[local_backend]") {
   TempDir tmp;
   LocalBackend b(SmallMachine());

@@ -22,10 +22,14 @@ using testing::Script;
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
-    char tmpl[] = "/tmp/tune_tuner_test_XXXXXX";
-    path = mkdtemp(tmpl);
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tune_tuner_test_XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
 };
 
 ExperimentSpec MakeSpec(int max_trials, int concurrent) {

@@ -91,8 +91,30 @@ constexpr const char kV1ToV2[] = R"sql(
 ALTER TABLE experiments ADD COLUMN run_seconds REAL NOT NULL DEFAULT 0;
 )sql";
 
+// Version 3: reports that do not count (e.g. printed after the trial reached
+// max_t) are kept but marked with why; observation_logs shows the mark.
+constexpr const char kV2ToV3[] = R"sql(
+ALTER TABLE reports ADD COLUMN excluded TEXT;
+DROP VIEW observation_logs;
+CREATE VIEW observation_logs AS
+  SELECT t.experiment_id       AS experiment_id,
+         t.id                  AS trial_id,
+         t.number              AS trial_number,
+         r.attempt             AS attempt,
+         (r.attempt = t.attempt AND t.state <> 'pending') AS is_current,
+         r.id                  AS report_id,
+         r.step                AS step,
+         r.time                AS time,
+         m.name                AS metric,
+         m.value               AS value,
+         r.excluded            AS excluded
+  FROM metrics m
+  JOIN reports r ON r.id = m.report_id
+  JOIN trials t ON t.id = r.trial_id;
+)sql";
+
 // kMigrations[i] takes a database from version i to version i + 1.
-constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2};
+constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion,
               "one migration per schema version");
 

@@ -6,6 +6,7 @@
 // read while `tune run` writes. Prepared statements are cached per
 // connection: a report costs a handful of B-tree inserts, no SQL parsing.
 // The schema is in sqlite_schema.cc and docs/database.md.
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +15,9 @@
 #include <unordered_map>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sqlite3.h>
 
 #include "tuner/storage/param_codec.h"
@@ -44,6 +48,24 @@ std::optional<int64_t> OptInt(const SQLite::Column& c) {
 // SQLite stores NaN as NULL; metric values read back as NaN.
 double DoubleOrNan(const SQLite::Column& c) {
   return c.isNull() ? std::numeric_limits<double>::quiet_NaN() : c.getDouble();
+}
+
+// Why a write to `path` may have failed for lack of room ("the disk is
+// full", "the file size limit ... is reached"), or "" if neither holds.
+// SQLite does not keep the errno of a failed write reliably.
+std::string NoRoomReason(const std::string& path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  struct statvfs fs {};
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0 &&
+      static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) < 1024.0 * 1024.0) {
+    return "the disk is full";
+  }
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    return "the file size limit (RLIMIT_FSIZE, ulimit -f) of " + std::to_string(limit.rlim_cur) +
+           " bytes is reached";
+  }
+  return "";
 }
 
 void BindOpt(SQLite::Statement& s, int i, std::optional<double> v) {
@@ -92,7 +114,10 @@ struct TrialRow {
 class SqliteStorage final : public Storage {
  public:
   SqliteStorage(std::unique_ptr<SQLite::Database> db, std::string path)
-      : path_(std::move(path)), db_(std::move(db)) {}
+      : path_(std::move(path)), db_(std::move(db)) {
+    struct stat st;
+    if (::stat(path_.c_str(), &st) == 0) file_id_ = {st.st_dev, st.st_ino};
+  }
 
   Result<ExperimentId> CreateExperiment(const std::string& name, const std::string& spec_json,
                                         uint64_t seed) override;
@@ -106,7 +131,14 @@ class SqliteStorage final : public Storage {
   Result<Trial> CreateTrial(ExperimentId e, const ParamMap& params) override;
   Status StartTrial(TrialId t, int attempt, const std::string& location) override;
   Status AppendReport(TrialId t, int attempt, const MetricReport& report,
-                      std::optional<double> objective) override;
+                      std::optional<double> objective) override {
+    return InsertReport(t, attempt, report, objective, "");
+  }
+  Status AppendExcludedReport(TrialId t, int attempt, const MetricReport& report,
+                              std::optional<double> objective, const std::string& reason) override {
+    TUNE_CHECK(!reason.empty());
+    return InsertReport(t, attempt, report, objective, reason);
+  }
   Status RetryTrial(TrialId t, const std::string& message) override;
   Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
                      std::optional<int64_t> pruned_rung, const std::string& message) override;
@@ -117,6 +149,9 @@ class SqliteStorage final : public Storage {
   Result<std::vector<StoredReport>> ListTrialReports(TrialId t) override;
 
  private:
+  // One report; `excluded` empty for a counted one, else why it does not count.
+  Status InsertReport(TrialId t, int attempt, const MetricReport& report, std::optional<double> objective,
+                      const std::string& excluded);
   // Runs `body` (returning Status) as one transaction under mu_: committed
   // if it returns OK, rolled back otherwise. SQLite exceptions become
   // Unavailable (busy) or Internal.
@@ -137,11 +172,27 @@ class SqliteStorage final : public Storage {
   // "trial 3 (id 17) of experiment 'demo'", for messages.
   std::string TrialName(TrialId t, const TrialRow& row);
 
+  // Internal if the file at path_ is no longer the one opened (deleted, or
+  // its directory; or replaced): SQLite would go on writing to the unlinked
+  // inode and every result since would be lost without a word.
+  Status CheckSameFile() const;
+
   const std::string path_;
+  std::optional<std::pair<dev_t, ino_t>> file_id_;  // of the file opened
   std::mutex mu_;
   std::unique_ptr<SQLite::Database> db_;  // guarded by mu_
   std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> stmts_;  // guarded by mu_
 };
+
+Status SqliteStorage::CheckSameFile() const {
+  if (!file_id_) return Status::Ok();
+  struct stat st;
+  if (::stat(path_.c_str(), &st) != 0 || st.st_dev != file_id_->first || st.st_ino != file_id_->second) {
+    return Status::Internal(path_ + ": the database file was deleted or replaced while tune was using it; "
+                            "stopping, since nothing written to it from now on could be kept");
+  }
+  return Status::Ok();
+}
 
 template <typename F>
 Status SqliteStorage::Transact(bool write, F&& body) {
@@ -151,6 +202,7 @@ Status SqliteStorage::Transact(bool write, F&& body) {
                                         : SQLite::TransactionBehavior::DEFERRED);
     Status st = body();
     if (!st.ok()) return st;  // ~Transaction rolls back
+    if (write) TUNE_RETURN_IF_ERROR(CheckSameFile());
     txn.commit();
     return st;
   } catch (const SQLite::Exception& e) {
@@ -165,7 +217,18 @@ Status SqliteStorage::FromException(const SQLite::Exception& e) const {
                                std::to_string(kBusyTimeoutMs / 1000) + " s: " + e.what());
   }
   if (code == SQLITE_FULL || code == SQLITE_IOERR || code == SQLITE_READONLY) {
-    return Status::Unavailable(path_ + ": cannot write the database: " + e.what());
+    // Not transient: a full disk or a read-only file needs a person.
+    std::string why = e.what();
+    if (code == SQLITE_READONLY) {
+      why = "it is read-only (" + why + ")";
+    } else if (std::string full = NoRoomReason(path_); !full.empty()) {
+      why = full + " (" + why + ")";
+    }
+    return Status::FailedPrecondition(path_ + ": cannot write the database: " + why);
+  }
+  if (code == SQLITE_CORRUPT) {
+    return Status::FailedPrecondition(path_ + ": the database file is corrupt (" + std::string(e.what()) +
+                                      "); restore it from a copy, or use another --db");
   }
   return Status::Internal(path_ + ": SQLite error: " + e.what());
 }
@@ -419,8 +482,8 @@ Status SqliteStorage::StartTrial(TrialId t, int attempt, const std::string& loca
   });
 }
 
-Status SqliteStorage::AppendReport(TrialId t, int attempt, const MetricReport& report,
-                                   std::optional<double> objective) {
+Status SqliteStorage::InsertReport(TrialId t, int attempt, const MetricReport& report,
+                                   std::optional<double> objective, const std::string& excluded) {
   return Transact(true, [&]() -> Status {
     TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
     if (row.state != TrialState::kRunning) {
@@ -436,13 +499,18 @@ Status SqliteStorage::AppendReport(TrialId t, int attempt, const MetricReport& r
     int64_t report_id = 0;
     {
       StmtScope s(Stmt(
-          "INSERT INTO reports (trial_id, attempt, step, time, objective) "
-          "VALUES (?, ?, ?, ?, ?)"));
+          "INSERT INTO reports (trial_id, attempt, step, time, objective, excluded) "
+          "VALUES (?, ?, ?, ?, ?, ?)"));
       s->bind(1, static_cast<int64_t>(t));
       s->bind(2, attempt);
       s->bind(3, static_cast<int64_t>(report.step));
       s->bind(4, report.time > 0 ? report.time : Now());
       BindOpt(*s, 5, objective);
+      if (excluded.empty()) {
+        s->bind(6);
+      } else {
+        s->bind(6, excluded);
+      }
       s->exec();
       report_id = db_->getLastInsertRowid();
     }
@@ -456,12 +524,16 @@ Status SqliteStorage::AppendReport(TrialId t, int attempt, const MetricReport& r
         s->exec();
       }
     }
+    if (!excluded.empty()) return Status::Ok();  // changes neither value nor last_step
     StmtScope s(Stmt(
         "UPDATE trials SET last_step = MAX(COALESCE(last_step, ?1), ?1), "
-        "value = COALESCE(?2, value) WHERE id = ?3"));
+        // The latest objective value (NULL if NaN); a report without the
+        // objective leaves it.
+        "value = IIF(?4, ?2, value) WHERE id = ?3"));
     s->bind(1, static_cast<int64_t>(report.step));
     BindOpt(*s, 2, objective);
     s->bind(3, static_cast<int64_t>(t));
+    s->bind(4, objective.has_value() ? 1 : 0);
     s->exec();
     return Status::Ok();
   });
@@ -500,14 +572,17 @@ Status SqliteStorage::FinishTrial(TrialId t, TrialState state, std::optional<dou
                                         "; a finished trial is immutable");
     }
     StmtScope s(Stmt(
-        "UPDATE trials SET state = ?, value = COALESCE(?, value), pruned_rung = ?, "
-        "message = ?, ended_at = ? WHERE id = ?"));
+        // The final value as given (NaN: NULL, never an earlier report's
+        // value); none given keeps the latest.
+        "UPDATE trials SET state = ?1, value = IIF(?7, ?2, value), pruned_rung = ?3, "
+        "message = ?4, ended_at = ?5 WHERE id = ?6"));
     s->bind(1, TrialStateName(state));
     BindOpt(*s, 2, value);
     BindOpt(*s, 3, pruned_rung);
     s->bind(4, message);
     s->bind(5, Now());
     s->bind(6, static_cast<int64_t>(t));
+    s->bind(7, value.has_value() ? 1 : 0);
     s->exec();
     return Status::Ok();
   });
@@ -524,6 +599,7 @@ Status SqliteStorage::FillIntermediate(ExperimentId e, std::vector<Trial*>& tria
       "SELECT r.trial_id, r.step, r.objective FROM trials t "
       "JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
       "WHERE t.experiment_id = ? AND t.state <> 'pending' AND r.objective IS NOT NULL "
+      "AND r.excluded IS NULL "
       // The indexes' own order (no sort); of two reports of one step, the
       // later one wins.
       "ORDER BY t.number, r.step, r.id"));
@@ -602,8 +678,8 @@ Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e)
   return out;
 }
 
-// Rows of (report id, trial id, attempt, step, time, metric name, value),
-// ordered by report id; a report without metrics has a NULL name.
+// Rows of (report id, trial id, attempt, step, time, metric name, value,
+// excluded), ordered by report id; a report without metrics has a NULL name.
 std::vector<StoredReport> SqliteStorage::ReadReports(SQLite::Statement& s) {
   std::vector<StoredReport> out;
   while (s.executeStep()) {
@@ -615,6 +691,7 @@ std::vector<StoredReport> SqliteStorage::ReadReports(SQLite::Statement& s) {
       r.attempt = s.getColumn(2).getInt();
       r.report.step = s.getColumn(3).getInt64();
       r.report.time = s.getColumn(4).getDouble();
+      if (!s.getColumn(7).isNull()) r.excluded = s.getColumn(7).getString();
     }
     if (!s.getColumn(5).isNull()) {
       out.back().report.values[s.getColumn(5).getString()] = DoubleOrNan(s.getColumn(6));
@@ -628,10 +705,10 @@ Result<std::vector<StoredReport>> SqliteStorage::ListReports(ExperimentId e) {
   Status st = Transact(false, [&]() -> Status {
     TUNE_RETURN_IF_ERROR(CheckExperiment(e));
     StmtScope s(Stmt(
-        "SELECT r.id, r.trial_id, r.attempt, r.step, r.time, m.name, m.value "
+        "SELECT r.id, r.trial_id, r.attempt, r.step, r.time, m.name, m.value, r.excluded "
         "FROM trials t JOIN reports r ON r.trial_id = t.id AND r.attempt = t.attempt "
         "LEFT JOIN metrics m ON m.report_id = r.id "
-        "WHERE t.experiment_id = ? AND t.state <> 'pending' ORDER BY r.id, m.name"));
+        "WHERE t.experiment_id = ? AND t.state <> 'pending' AND r.excluded IS NULL ORDER BY r.id, m.name"));
     s->bind(1, static_cast<int64_t>(e));
     out = ReadReports(*s);
     return Status::Ok();
@@ -646,7 +723,7 @@ Result<std::vector<StoredReport>> SqliteStorage::ListTrialReports(TrialId t) {
     TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
     (void)row;
     StmtScope s(Stmt(
-        "SELECT r.id, r.trial_id, r.attempt, r.step, r.time, m.name, m.value "
+        "SELECT r.id, r.trial_id, r.attempt, r.step, r.time, m.name, m.value, r.excluded "
         "FROM reports r LEFT JOIN metrics m ON m.report_id = r.id "
         "WHERE r.trial_id = ? ORDER BY r.id, m.name"));
     s->bind(1, static_cast<int64_t>(t));
@@ -665,13 +742,24 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
   if (!create_if_missing && !std::filesystem::exists(path, ec)) {
     return Status::NotFound(path + ": no such database file");
   }
+  std::unique_ptr<SQLite::Database> db;
   try {
     // NOMUTEX: SqliteStorage's own mutex already serializes the connection.
     int flags = SQLite::OPEN_READWRITE | SQLite::OPEN_NOMUTEX |
                 (create_if_missing ? SQLite::OPEN_CREATE : 0);
-    auto db = std::make_unique<SQLite::Database>(path, flags, kBusyTimeoutMs);
+    db = std::make_unique<SQLite::Database>(path, flags, kBusyTimeoutMs);
     db->exec("PRAGMA synchronous = NORMAL");
     db->exec("PRAGMA foreign_keys = ON");
+    if (create_if_missing) {
+      // The writer (`tune run`) first reads every page: a corrupt file is
+      // refused before anything is written to it or any trial runs.
+      std::string check = db->execAndGet("PRAGMA quick_check(1)").getString();
+      if (check != "ok") {
+        for (char& c : check) c = c == '\n' ? ' ' : c;
+        return Status::FailedPrecondition(path + ": the database file is corrupt (SQLite's quick_check: " +
+                                          check + "); restore it from a copy, or use another --db");
+      }
+    }
     // The schema check first: a file that is not ours is left as it was.
     TUNE_RETURN_IF_ERROR(internal::EnsureSchema(*db, path));
     // Persistent in the file (the other pragmas are per connection).
@@ -681,11 +769,20 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
     if (e.getErrorCode() == SQLITE_NOTADB) {
       return Status::FailedPrecondition(path + ": is not an SQLite database");
     }
+    if (e.getErrorCode() == SQLITE_CORRUPT) {
+      return Status::FailedPrecondition(path + ": the database file is corrupt (" + std::string(e.what()) +
+                                        "); restore it from a copy, or use another --db");
+    }
     if (e.getErrorCode() == SQLITE_CANTOPEN) {
       return Status::NotFound(path + ": cannot open the database file: " + e.what());
     }
     if (e.getErrorCode() == SQLITE_BUSY) {
       return Status::Unavailable(path + ": the database stayed locked: " + e.what());
+    }
+    if (e.getErrorCode() == SQLITE_FULL || e.getErrorCode() == SQLITE_IOERR) {
+      if (std::string full = NoRoomReason(path); !full.empty()) {
+        return Status::FailedPrecondition(path + ": cannot open the database: " + full + " (" + e.what() + ")");
+      }
     }
     return Status::Internal(path + ": cannot open the database: " + e.what());
   }

@@ -8,6 +8,8 @@
 //   AppendReport to it fail with FailedPrecondition.
 // - Returned snapshots are copies; later writes do not change them.
 // - Everything --resume needs lives here.
+// - A write fails (kInternal, one sentence naming the file) once the file
+//   opened is gone: deleted, its directory deleted, or replaced.
 #pragma once
 
 #include <memory>
@@ -52,6 +54,9 @@ struct StoredReport {
   TrialId trial_id = 0;
   int attempt = 0;
   MetricReport report;
+  // Empty if the report counts; else why it does not (see
+  // AppendExcludedReport). Only ListTrialReports returns such reports.
+  std::string excluded;
 };
 
 class Storage {
@@ -81,12 +86,20 @@ class Storage {
   // value if the report carried it (it then joins Trial::intermediate).
   virtual Status AppendReport(TrialId t, int attempt, const MetricReport& report,
                               std::optional<double> objective) = 0;
+  // Stores a report of a running trial that must not count, with `reason`
+  // (non-empty; e.g. "after max_t"): kept for the record (ListTrialReports,
+  // the observation_logs view) but never part of Trial::intermediate,
+  // `value`, `last_step` or ListReports, so it changes neither the trial's
+  // value nor what a sampler or scheduler sees, also after --resume.
+  virtual Status AppendExcludedReport(TrialId t, int attempt, const MetricReport& report,
+                                      std::optional<double> objective, const std::string& reason) = 0;
   // A failed attempt that will be retried: running -> pending, the attempt's
   // reports kept but no longer part of Trial::intermediate (nor ListReports);
   // value and last_step cleared. Trial::attempt stays the failed attempt's
   // number until the next StartTrial.
   virtual Status RetryTrial(TrialId t, const std::string& message) = 0;
-  // Terminal transition. `value` is the trial's objective (scope applied).
+  // Terminal transition. `value` is the trial's objective (scope applied);
+  // NaN is stored as none (NULL); nullopt keeps the latest reported value.
   virtual Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
                              std::optional<int64_t> pruned_rung, const std::string& message) = 0;
 
@@ -94,16 +107,21 @@ class Storage {
   // objective reports.
   virtual Result<History> ListTrials(ExperimentId e) = 0;
   virtual Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) = 0;
-  // Every report of the experiment's current attempts, in arrival order.
+  // Every counted report of the experiment's current attempts, in arrival
+  // order (excluded ones left out).
   virtual Result<std::vector<StoredReport>> ListReports(ExperimentId e) = 0;
-  // All reports of one trial (every metric), in arrival order.
+  // All reports of one trial (every metric, every attempt, excluded ones
+  // too, marked), in arrival order.
   virtual Result<std::vector<StoredReport>> ListTrialReports(TrialId t) = 0;
 };
 
 // Opens (creating if needed) the SQLite database at `path`: WAL mode,
 // schema created or checked (a newer schema version is FailedPrecondition).
 // With create_if_missing false (the query commands), a missing file is
-// NotFound instead of a new empty database. Schema: docs/database.md.
+// NotFound instead of a new empty database. With it true (`tune run`), the
+// file is first read through (PRAGMA quick_check): a corrupt one is
+// FailedPrecondition and left as it was. A write that fails for a full disk
+// or a read-only file is FailedPrecondition, naming the cause. Schema: docs/database.md.
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
                                                    bool create_if_missing = true);
 
