@@ -220,8 +220,8 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
 }
 
 TEST_CASE("spec: tune validate names the GPUs and how many trials fit at once", "[spec][cli]") {
-  TempDir dir;
-  const fs::path& tmp = dir.path;
+  const TempDir scratch;
+  const fs::path& tmp = scratch.path;
   auto validate = [&](const std::string& resources, const std::string& backend) {
     fs::path file = tmp / "gpus.json";
     std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
