@@ -6,6 +6,10 @@
 #   bench/trainer_bench.sh [BUILD_DIR] [REPEATS]     (defaults: build, 3)
 #
 # Prints one line per run and a median summary (tokens/s, peak RSS MiB).
+# With TRAINER_BENCH_REAL_MODEL=1 it then also runs the SmolLM2-135M
+# workloads (lora_train against transformers + PEFT, REPEATS times) through
+# scripts/check-real-model.sh --speed-only (a venv and model download of its
+# own the first time; see that script).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="${1:-$root/build}"
@@ -49,3 +53,8 @@ for size in ("tiny", "small"):
     print("%-6s python %9.0f tok/s %7.1f MiB | C++ %9.0f tok/s %7.1f MiB | C++/python %.2fx" % (
         size, *cells["python"], *cells["cpp"], cells["cpp"][0] / cells["python"][0]))
 PY
+if [ "${TRAINER_BENCH_REAL_MODEL:-0}" = 1 ]; then
+  echo
+  echo "SmolLM2-135M-Instruct: lora_train vs transformers + PEFT (scripts/check-real-model.sh --speed-only)"
+  "$root/scripts/check-real-model.sh" --build "$build" --speed-only --repeats "$repeats"
+fi

@@ -3,9 +3,17 @@
 // Every call adds the connection flags from KubernetesOptions (--kubeconfig,
 // --context, --namespace), so the backend talks to exactly the cluster and
 // namespace the experiment names. Thread-safe: each call is its own process.
+//
+// Each kubectl runs in a process group of its own and dies with the thread
+// that started it (PR_SET_PDEATHSIG), so no kubectl outlives tune, even when
+// tune is killed. Cancel() ends every call in flight (SIGKILL to its group)
+// and makes later calls return at once: what Ctrl-C needs.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,10 +33,10 @@ class Kubectl {
   explicit Kubectl(KubernetesOptions opts);
 
   // Runs `kubectl <flags> <args...>` with `input` on stdin and waits at most
-  // `timeout` (then the process is killed and the call is Unavailable).
-  // A nonzero exit is not an error here: the caller reads exit_code. Non-OK
-  // only when kubectl could not be run (FailedPrecondition: not found) or
-  // timed out (Unavailable).
+  // `timeout` (then the process group is killed and the call is
+  // Unavailable). A nonzero exit is not an error here: the caller reads
+  // exit_code. Non-OK only when kubectl could not be run (FailedPrecondition:
+  // not found), timed out (Unavailable), or was cancelled (Cancelled()).
   Result<KubectlOutput> Run(const std::vector<std::string>& args, const std::string& input = "",
                             std::chrono::milliseconds timeout = std::chrono::seconds(60)) const;
 
@@ -39,14 +47,36 @@ class Kubectl {
 
   // The full argv for `args` (path of kubectl first), for long-running
   // children the caller manages itself (`kubectl logs -f`). Empty path if
-  // kubectl cannot be found.
+  // kubectl cannot be found. Such children should be started with
+  // KubectlChildSetup() and announced with Adopt()/Forget().
   std::vector<std::string> Argv(const std::vector<std::string>& args) const;
+
+  // A long-running child (its pid is its process group) that Cancel() ends
+  // too. Forget() once it has been waited for.
+  void Adopt(pid_t pgid) const;
+  void Forget(pid_t pgid) const;
+
+  // Ends every call in flight and every adopted child (SIGKILL to their
+  // process groups); from now on Run() returns Unavailable at once. Any
+  // thread; idempotent.
+  void Cancel() const;
+  bool Cancelled() const;
+
+  // Seconds since the API server last gave an answer that was not a
+  // transient failure, if a call has been waiting for one since (a call in
+  // flight, or failed calls); 0 while answers come.
+  double SecondsWithoutAnswer() const;
+  // Records the outcome of a call for SecondsWithoutAnswer (the retry layer
+  // classifies; Run() itself records only successes).
+  void NoteAnswer(bool answered) const;
 
   const KubernetesOptions& options() const { return opts_; }
 
  private:
+  struct Shared;
   KubernetesOptions opts_;
   std::string path_;  // resolved kubectl, empty if not found
+  std::shared_ptr<Shared> shared_;
 };
 
 }  // namespace tune

@@ -7,11 +7,13 @@
 #include <fstream>
 #include <future>
 #include <optional>
+#include <sstream>
 #include <system_error>
 
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
+#include "k8s/child_process.h"
 #include "k8s/render.h"
 #include "trial_runner/last_line.h"
 #include "trial_runner/metric_parser.h"
@@ -138,16 +140,21 @@ struct KubernetesBackend::Attempt {
   std::string message;
   bool final = false;           // the attempt ended (Job condition, timeout, kill)
   bool final_reported = false;  // State() returned the final state
-  bool cleaned = false;         // Job and Service deleted
+  bool cleaned = false;         // Job and Service deleted (or queued for it)
   bool killed = false;
+  bool adopted = false;         // found by AdoptOrClean, not created by Launch
+  bool awaiting_log = false;    // ended before it was adopted: its log is still to read
   std::optional<Clock::time_point> pending_since;
-  // rank-0 log follower
+  // rank-0 log follower: the pod that speaks for the attempt
   std::string log_pod;
+  int generation = 0;           // bumped when the follower moves to another pod
+  std::vector<std::string> replaced_pods;
   bool follower_started = false;
   bool follower_done = false;
   bool stop_follower = false;
   pid_t follower_pid = 0;
   std::thread follower;
+  std::string log_error;        // the final log read failed for good
   std::vector<MetricReport> reports;
   int64_t report_count = 0;
 };
@@ -158,17 +165,73 @@ KubernetesBackend::KubernetesBackend(KubernetesOptions opts, std::string experim
       label_(ExperimentLabelValue(experiment_)),
       kubectl_(opts_) {}
 
-KubernetesBackend::~KubernetesBackend() { Shutdown(); }
+KubernetesBackend::~KubernetesBackend() {
+  Shutdown();
+  std::thread watcher;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watcher = std::move(stop_watcher_);
+  }
+  if (watcher.joinable()) watcher.join();
+}
 
 std::unique_ptr<KubernetesBackend> MakeKubernetesBackend(const KubernetesOptions& opts,
                                                          const std::string& experiment) {
   return std::make_unique<KubernetesBackend>(opts, experiment);
 }
 
+RetryPolicy KubernetesBackend::Policy(bool retry) const {
+  RetryPolicy p;
+  p.initial_backoff = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_backoff_initial_s * 1000));
+  p.max_backoff = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_backoff_max_s * 1000));
+  p.call_timeout = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_call_timeout_s * 1000));
+  p.deadline = retry ? std::chrono::milliseconds(static_cast<int64_t>(opts_.api_deadline_s * 1000))
+                     : std::chrono::milliseconds(0);
+  return p;
+}
+
+bool KubernetesBackend::Interrupted() const { return stop_flag_ && stop_flag_->load(); }
+
+void KubernetesBackend::SetStopFlag(const std::atomic<bool>* stop) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_flag_ = stop;
+  if (!stop || stop_watcher_.joinable()) return;
+  stop_watcher_ = std::thread([this, stop] {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) return;
+      }
+      if (stop->load()) {
+        kubectl_.Cancel();  // every kubectl in flight ends now
+        std::lock_guard<std::mutex> lock(mu_);
+        NotifyLocked();
+        return;
+      }
+    }
+  });
+}
+
+std::string KubernetesBackend::TakeNotice() {
+  double stall = kubectl_.SecondsWithoutAnswer();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stall >= 10 && stall >= 2 * std::max(5.0, noticed_stall_s_)) {
+    noticed_stall_s_ = stall;
+    return "the Kubernetes API server has not answered for " + std::to_string(static_cast<int>(stall)) +
+           " s (calls are retried)";
+  }
+  if (stall < 1 && noticed_stall_s_ > 0) {
+    noticed_stall_s_ = 0;
+    return "the Kubernetes API server answers again";
+  }
+  return "";
+}
+
 // ---------------------------------------------------------------------------
 // Preflight
 
 Status KubernetesBackend::Preflight() {
+  if (preflight_ok_) return Status::Ok();
   if (opts_.image.empty()) {
     return Status::InvalidArgument("backend.image: the kubernetes backend needs a container image");
   }
@@ -179,10 +242,10 @@ Status KubernetesBackend::Preflight() {
   }
   std::string where = "namespace '" + opts_.namespace_ + "'" +
                       (opts_.context.empty() ? "" : " of context '" + opts_.context + "'");
-  auto version = kubectl_.Check({"get", "--raw", "/version"}, "", std::chrono::seconds(20));
-  if (!version.ok()) {
+  TUNE_ASSIGN_OR_RETURN(ApiResult version, CallApi(kubectl_, {"get", "--raw", "/version"}, "", Policy(true), &stats_));
+  if (!version.ok) {
     return Status::Unavailable("cannot reach the Kubernetes API server for " + where + ": " +
-                               version.status().message());
+                               version.failure.message);
   }
   // Every permission the backend uses (k8s/rbac.yaml grants exactly these).
   const std::vector<std::vector<std::string>> needed = {
@@ -190,29 +253,47 @@ Status KubernetesBackend::Preflight() {
       {"delete", "jobs.batch"}, {"create", "services"}, {"get", "services"},    {"list", "services"},
       {"watch", "services"},    {"delete", "services"}, {"get", "pods"},        {"list", "pods"},
       {"watch", "pods"},        {"delete", "pods"},     {"get", "pods", "log"}};
-  std::vector<std::future<Result<KubectlOutput>>> checks;
+  std::vector<std::future<Result<ApiResult>>> checks;
   for (const auto& n : needed) {
     std::vector<std::string> args = {"auth", "can-i", n[0], n[1]};
     if (n.size() > 2) args.push_back("--subresource=" + n[2]);
     checks.push_back(std::async(std::launch::async, [this, args] {
-      return kubectl_.Run(args, "", std::chrono::seconds(30));
+      return CallApi(kubectl_, args, "", Policy(true), &stats_);
     }));
   }
   std::string denied;
+  Status failed = Status::Ok();
   for (size_t i = 0; i < needed.size(); ++i) {
-    Result<KubectlOutput> r = checks[i].get();
-    if (!r.ok()) return r.status();
+    Result<ApiResult> r = checks[i].get();
+    if (!r.ok()) {
+      if (failed.ok()) failed = r.status();
+      continue;
+    }
     std::string perm = needed[i][0] + " " + needed[i][1] + (needed[i].size() > 2 ? "/" + needed[i][2] : "");
-    if (r->out.rfind("yes", 0) == 0) continue;
-    if (r->out.rfind("no", 0) != 0) {
-      return Status::Unavailable("kubectl auth can-i " + perm + " failed: " + r->err);
+    // can-i exits 1 and prints "no" when denied.
+    if (r->output.out.rfind("yes", 0) == 0) continue;
+    if (r->output.out.rfind("no", 0) != 0) {
+      if (failed.ok()) failed = Status::Unavailable("kubectl auth can-i " + perm + " failed: " + r->failure.message);
+      continue;
     }
     denied += (denied.empty() ? "" : ", ") + perm;
   }
+  if (!failed.ok()) return failed;
   if (!denied.empty()) {
     return Status::FailedPrecondition("RBAC: the tuner's Kubernetes identity may not " + denied + " in " +
                                       where + " (k8s/rbac.yaml grants what the backend needs)");
   }
+  // The namespace exists. Namespaces are cluster-scoped: an identity with
+  // only the kit's Role may not read them (Forbidden), then creates tell.
+  TUNE_ASSIGN_OR_RETURN(ApiResult ns, CallApi(kubectl_, {"get", "namespace", opts_.namespace_, "-o", "name"}, "",
+                                              Policy(true), &stats_));
+  if (!ns.ok && ns.failure.reason == "NotFound") {
+    return Status::FailedPrecondition("backend.namespace: namespace '" + opts_.namespace_ +
+                                      "' does not exist in the cluster" +
+                                      (opts_.context.empty() ? "" : " of context '" + opts_.context + "'") +
+                                      " (create it, e.g. kubectl apply -f k8s/namespace.yaml)");
+  }
+  preflight_ok_ = true;
   return Status::Ok();
 }
 
@@ -238,14 +319,65 @@ std::shared_ptr<KubernetesBackend::Attempt> KubernetesBackend::Track(const Launc
   return a;
 }
 
+Status KubernetesBackend::CreateObject(const std::string& manifest, const std::string& ref, const LaunchSpec& spec) {
+  TUNE_ASSIGN_OR_RETURN(ApiResult r, CallApi(kubectl_, {"create", "-f", "-", "-o", "name"}, manifest, Policy(true),
+                                              &stats_));
+  if (r.ok) return Status::Ok();
+  if (r.failure.reason == "AlreadyExists") {
+    // A retry after an unknown outcome (or a resumed run): the object is
+    // ours if its labels name this attempt.
+    TUNE_ASSIGN_OR_RETURN(ApiResult got, CallApi(kubectl_, {"get", ref, "-o", "json"}, "", Policy(true), &stats_));
+    json obj = got.ok ? json::parse(got.output.out, nullptr, false) : json();
+    const json& labels = Path(obj, {"metadata", "labels"});
+    if (got.ok && Str(labels, kExperimentLabel) == label_ && Str(labels, kTrialIdLabel) == std::to_string(spec.trial_id) &&
+        Str(labels, kAttemptLabel) == std::to_string(spec.attempt)) {
+      return Status::Ok();
+    }
+    return Status::FailedPrecondition("kubectl create " + ref + ": " + r.failure.message +
+                                      " (and it is not this attempt's: its labels differ)");
+  }
+  std::string tail = r.failure.transient ? " (gave up after " + std::to_string(r.tries) + " tries)" : "";
+  return Status::Unavailable("kubectl create " + ref + ": " + r.failure.message + tail);
+}
+
 Status KubernetesBackend::Launch(const LaunchSpec& spec) {
   std::string name = KubernetesObjectName(spec.experiment, spec.trial_number, spec.attempt);
+  {
+    // A Job adopted on resume speaks for this trial: no second Job.
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = attempts_.find(spec.trial_id);
+    if (it != attempts_.end() && it->second->adopted) {
+      Attempt& a = *it->second;
+      a.adopted = false;  // a later Launch (a retry) creates a fresh Job
+      std::string dir = a.spec.trial_dir;
+      int attempt = a.spec.attempt;
+      a.spec = spec;
+      a.spec.attempt = attempt;
+      if (!dir.empty() && dir != spec.trial_dir) a.spec.trial_dir = dir;
+      return Status::Ok();
+    }
+  }
   TUNE_ASSIGN_OR_RETURN(std::string manifests, RenderTrialManifests(opts_, spec, name));
-  auto created = kubectl_.Check({"create", "-f", "-", "-o", "name"}, manifests);
-  if (!created.ok()) {
-    // Nothing half-made is left behind (the Service may exist without the Job).
-    (void)DeleteObjects(name, /*wait=*/false);
-    return created.status();
+  if (Interrupted()) {
+    // Ctrl-C: nothing is created; the trial runs again on --resume.
+    Track(spec, name);
+    return Status::Ok();
+  }
+  json list = json::parse(manifests);
+  for (const json& item : list["items"]) {
+    std::string kind = Str(item, "kind") == "Job" ? "job" : "service";
+    Status st = CreateObject(item.dump(), kind + "/" + name, spec);
+    if (!st.ok()) {
+      if (Interrupted()) {
+        Track(spec, name);
+        return Status::Ok();
+      }
+      // Nothing half-made is left behind (the Service may exist without the Job).
+      std::lock_guard<std::mutex> lock(mu_);
+      EnqueueCleanupLocked(name);
+      StartPollerLocked();
+      return st;
+    }
   }
   Track(spec, name);
   return Status::Ok();
@@ -267,10 +399,19 @@ Result<RunStatus> KubernetesBackend::State(TrialId id) {
   Attempt& a = *it->second;
   RunStatus st;
   st.location = "k8s:" + opts_.namespace_ + "/job/" + a.name;
-  bool logs_drained = (!a.follower_started || a.follower_done) && a.reports.empty();
+  bool logs_drained = !a.awaiting_log && (!a.follower_started || a.follower_done) && a.reports.empty();
   if (a.final && logs_drained) {
     st.state = a.state;
     st.message = a.message;
+    if (a.state == RunState::kSucceeded && !a.log_error.empty()) {
+      // The Job succeeded but its result could not be read: say exactly that.
+      st.state = RunState::kFailed;
+      st.message = "the Job completed, but " + a.log_error;
+    }
+    if (!a.replaced_pods.empty() && st.state == RunState::kFailed) {
+      st.message += (st.message.empty() ? "" : "; ") + std::string("rank 0's pod was replaced (") +
+                    std::to_string(a.replaced_pods.size()) + "x)";
+    }
     if (!a.final_reported) {
       a.final_reported = true;
       NotifyLocked();  // the poller deletes its objects
@@ -298,15 +439,22 @@ Status KubernetesBackend::Kill(TrialId id, std::chrono::milliseconds grace) {
     a->final_reported = true;
   }
   StopFollower(*a);
-  auto timeout = std::chrono::duration_cast<std::chrono::seconds>(grace) + std::chrono::seconds(120);
-  Result<KubectlOutput> r = kubectl_.Run(
+  // Ctrl-C: the Job stays for --resume.
+  if (Interrupted()) return Status::Ok();
+  auto timeout = std::chrono::duration_cast<std::chrono::seconds>(grace) + std::chrono::seconds(60);
+  RetryPolicy once = Policy(false);
+  once.call_timeout = std::min<std::chrono::milliseconds>(timeout, Policy(false).call_timeout + grace);
+  Result<ApiResult> r = CallApi(
+      kubectl_,
       {"delete", "job/" + a->name, "service/" + a->name, "--cascade=foreground", "--ignore-not-found",
-       "--wait=true", "--timeout=" + std::to_string(timeout.count()) + "s"},
-      "", timeout + std::chrono::seconds(10));
+       "--wait=true", "--timeout=" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(once.call_timeout).count()) + "s"},
+      "", once, &stats_);
   std::lock_guard<std::mutex> lock(mu_);
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) return Status::Unavailable("kubectl delete job/" + a->name + ": " + r->err);
   a->cleaned = true;
+  if (!r.ok() || !r->ok) {
+    // Deletion never fails the experiment: the poller retries it.
+    if (!Interrupted()) EnqueueCleanupLocked(a->name);
+  }
   NotifyLocked();
   return Status::Ok();
 }
@@ -324,6 +472,7 @@ void KubernetesBackend::NotifyLocked() {
 
 void KubernetesBackend::Shutdown() {
   std::vector<std::shared_ptr<Attempt>> all;
+  std::vector<std::thread> retired;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && !poller_.joinable()) return;
@@ -333,33 +482,110 @@ void KubernetesBackend::Shutdown() {
   }
   if (poller_.joinable()) poller_.join();
   for (auto& a : all) StopFollower(*a);
-  // Deletions of ended attempts run without waiting; this one waits, so
-  // nothing labelled with the experiment outlives the run.
-  if (!all.empty()) (void)DeleteAll();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    retired.swap(retired_);
+  }
+  for (auto& t : retired) {
+    if (t.joinable()) t.join();
+  }
+  if (Interrupted()) return;  // the Jobs stay for --resume
+  bool had_work = !all.empty();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    had_work |= !cleanup_.empty();
+    for (auto& a : all) {
+      if (!a->cleaned) EnqueueCleanupLocked(a->name);
+      a->cleaned = true;
+    }
+  }
+  if (!had_work) return;
+  // Queued deletions, retried until api_deadline_s; then whatever carries
+  // the experiment's label; what is left is reported.
+  RunCleanupQueue(/*final_pass=*/true);
+  if (Interrupted()) return;
+  (void)DeleteAll();
+  std::vector<std::string> left;
+  auto listed = CallApi(kubectl_, {"get", "jobs,services", "-l", std::string(kExperimentLabel) + "=" + label_, "-o", "name"},
+                        "", Policy(true), &stats_);
+  if (listed.ok() && listed->ok) {
+    std::istringstream in(listed->output.out);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) left.push_back(line);
+    }
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, c] : cleanup_) left.push_back("job.batch/" + name);
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& a : all) a->cleaned = true;
+  leftovers_ = left;
+}
+
+std::vector<std::string> KubernetesBackend::Leftovers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leftovers_;
+}
+
+std::string KubernetesBackend::LeftoverCommand() const {
+  if (Leftovers().empty()) return "";
+  return KubectlCommandLine(kubectl_, {"delete", "jobs,services,pods", "-l",
+                                       std::string(kExperimentLabel) + "=" + label_, "--cascade=foreground"});
 }
 
 Status KubernetesBackend::DeleteAll() {
-  Result<KubectlOutput> r = kubectl_.Run(
-      {"delete", "jobs,services,pods", "-l", std::string(kExperimentLabel) + "=" + label_,
-       "--cascade=foreground", "--ignore-not-found", "--wait=true",
-       "--timeout=" + std::to_string(kDeleteTimeout.count()) + "s"},
-      "", kDeleteTimeout + std::chrono::seconds(10));
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) return Status::Unavailable("kubectl delete -l " + label_ + ": " + r->err);
+  TUNE_ASSIGN_OR_RETURN(
+      ApiResult r,
+      CallApi(kubectl_,
+              {"delete", "jobs,services,pods", "-l", std::string(kExperimentLabel) + "=" + label_,
+               "--cascade=foreground", "--ignore-not-found", "--wait=true",
+               "--timeout=" + std::to_string(static_cast<int>(opts_.api_call_timeout_s)) + "s"},
+              "", Policy(true), &stats_));
+  if (!r.ok) return Status::Unavailable("kubectl delete -l " + label_ + ": " + r.failure.message);
   return Status::Ok();
 }
 
-Status KubernetesBackend::DeleteObjects(const std::string& name, bool wait) {
-  Result<KubectlOutput> r = kubectl_.Run(
-      {"delete", "job/" + name, "service/" + name, "--cascade=foreground", "--ignore-not-found",
-       std::string("--wait=") + (wait ? "true" : "false"),
-       "--timeout=" + std::to_string(kDeleteTimeout.count()) + "s"},
-      "", kDeleteTimeout + std::chrono::seconds(10));
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) return Status::Unavailable("kubectl delete job/" + name + ": " + r->err);
-  return Status::Ok();
+void KubernetesBackend::EnqueueCleanupLocked(const std::string& name) {
+  if (!cleanup_.count(name)) cleanup_[name] = Cleanup{Clock::now(), 0, ""};
+}
+
+void KubernetesBackend::RunCleanupQueue(bool final_pass) {
+  const auto until = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opts_.api_deadline_s * 1000));
+  for (;;) {
+    std::vector<std::string> due;
+    std::optional<Clock::time_point> next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [name, c] : cleanup_) {
+        if (c.next_try <= Clock::now()) due.push_back(name);
+        else if (!next || c.next_try < *next) next = c.next_try;
+      }
+    }
+    for (const std::string& name : due) {
+      auto r = CallApi(kubectl_,
+                       {"delete", "job/" + name, "service/" + name, "--cascade=foreground", "--ignore-not-found",
+                        "--wait=false"},
+                       "", Policy(false), &stats_);
+      std::lock_guard<std::mutex> lock(mu_);
+      Cleanup& c = cleanup_[name];
+      if (r.ok() && r->ok) {
+        cleanup_.erase(name);
+        continue;
+      }
+      ++c.tries;
+      c.error = r.ok() ? r->failure.message : r.status().message();
+      auto backoff = std::min(opts_.api_backoff_max_s, opts_.api_backoff_initial_s * (1 << std::min(c.tries, 10)));
+      c.next_try = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(backoff * 1000));
+      if (!next || c.next_try < *next) next = c.next_try;
+    }
+    if (!final_pass || Interrupted() || kubectl_.Cancelled()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cleanup_.empty()) return;
+    }
+    if (Clock::now() >= until) return;
+    auto wake = std::min(next.value_or(Clock::now()), until);
+    std::this_thread::sleep_until(std::max(wake, Clock::now() + std::chrono::milliseconds(20)));
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -373,30 +599,29 @@ void KubernetesBackend::StartPollerLocked() {
 void KubernetesBackend::PollerLoop() {
   auto interval = std::chrono::milliseconds(kFastPoll);
   while (true) {
-    std::vector<std::pair<std::string, std::shared_ptr<Attempt>>> to_clean;
     bool active = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stopping_) return;
       for (auto& [id, a] : attempts_) {
         if (!a->final) active = true;
-        if (a->final_reported && !a->cleaned && !a->killed) to_clean.emplace_back(a->name, a);
+        if (a->final_reported && !a->cleaned && !a->killed) {
+          a->cleaned = true;
+          EnqueueCleanupLocked(a->name);
+        }
       }
     }
-    for (auto& [name, a] : to_clean) {
-      if (DeleteObjects(name, /*wait=*/false).ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        a->cleaned = true;
-      }
-    }
+    if (Interrupted()) return;
+    RunCleanupQueue(/*final_pass=*/false);
     bool changed = active && RefreshOnce();
     interval = changed ? std::chrono::milliseconds(kFastPoll)
                        : std::min(std::chrono::milliseconds(kSlowPoll),
                                   std::chrono::milliseconds(interval.count() * 3 / 2));
     std::unique_lock<std::mutex> lock(mu_);
     uint64_t seen = events_;
+    bool pending_cleanup = !cleanup_.empty();
     // Woken early by Launch/State (events_) so new attempts are seen at once.
-    cv_.wait_for(lock, active ? interval : std::chrono::milliseconds(kSlowPoll),
+    cv_.wait_for(lock, active || pending_cleanup ? interval : std::chrono::milliseconds(kSlowPoll),
                  [&] { return stopping_ || events_ != seen; });
     if (events_ != seen) interval = std::chrono::milliseconds(kFastPoll);
   }
@@ -407,14 +632,14 @@ bool KubernetesBackend::RefreshOnce() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [id, a] : attempts_) {
-      if (!a->final) watched[a->name] = a;
+      if (!a->final || a->awaiting_log) watched[a->name] = a;
     }
   }
   if (watched.empty()) return false;
-  auto out = kubectl_.Check({"get", "jobs,pods", "-l", std::string(kExperimentLabel) + "=" + label_, "-o", "json"},
-                            "", std::chrono::seconds(60));
-  if (!out.ok()) return false;  // transient; the next poll retries
-  json list = json::parse(*out, nullptr, false);
+  auto out = CallApi(kubectl_, {"get", "jobs,pods", "-l", std::string(kExperimentLabel) + "=" + label_, "-o", "json"},
+                     "", Policy(false), &stats_);
+  if (!out.ok() || !out->ok) return false;  // the next poll tries again
+  json list = json::parse(out->output.out, nullptr, false);
   if (list.is_discarded() || !list.contains("items")) return false;
   std::map<std::string, const json*> jobs;
   std::map<std::string, std::vector<const json*>> pods;  // by job name
@@ -428,11 +653,18 @@ bool KubernetesBackend::RefreshOnce() {
   bool changed = false;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [name, a] : watched) {
-    if (a->final) continue;  // killed meanwhile
     RunState old_state = a->state;
+    bool was_final = a->final;
     auto jit = jobs.find(name);
     const std::vector<const json*>& jpods = pods[name];
-    if (jit == jobs.end() || Deleting(*jit->second)) {
+    if (a->final) {
+      // Ended (e.g. adopted after it completed): only the log is wanted.
+    } else if (jit == jobs.end()) {
+      a->final = true;
+      a->state = RunState::kFailed;
+      a->message = "Job " + name + " no longer exists: it was deleted outside the tuner, or the cluster lost its "
+                   "state; the attempt's pods and their results are gone";
+    } else if (Deleting(*jit->second)) {
       a->final = true;
       a->state = RunState::kFailed;
       a->message = "Job " + name + " was deleted outside the tuner";
@@ -471,18 +703,39 @@ bool KubernetesBackend::RefreshOnce() {
         }
       }
     }
-    // Follow rank 0's log as soon as its container has started.
-    if (!a->follower_started || (a->follower_done && !a->final)) {
-      const json* best = nullptr;
-      for (const json* p : jpods) {
-        if (PodIndex(*p) != "0" || !ContainerStarted(*p)) continue;
-        if (!best || Str((*p)["metadata"], "creationTimestamp") >= Str((*best)["metadata"], "creationTimestamp")) {
-          best = p;
-        }
+    // Which pod speaks for the attempt: the index-0 pod that succeeded, else
+    // the newest index-0 pod that is alive (not failed, not being deleted),
+    // else the newest one whose container started.
+    const json* speaker = nullptr;
+    int rank = -1;
+    for (const json* p : jpods) {
+      if (PodIndex(*p) != "0" || !ContainerStarted(*p)) continue;
+      std::string phase = Str(Path(*p, {"status"}), "phase");
+      int r = phase == "Succeeded" ? 3 : (phase != "Failed" && !Deleting(*p)) ? 2 : 1;
+      if (r > rank || (r == rank && Str((*p)["metadata"], "creationTimestamp") >=
+                                        Str((*speaker)["metadata"], "creationTimestamp"))) {
+        speaker = p;
+        rank = r;
       }
-      if (best) {
-        std::string pod = Str((*best)["metadata"], "name");
-        if (pod != a->log_pod) StartFollowerLocked(a, pod);
+    }
+    if (a->killed) {
+      // Stopped by the tuner: nothing more to read.
+    } else if (speaker) {
+      a->awaiting_log = false;
+      std::string pod = Str((*speaker)["metadata"], "name");
+      if (pod != a->log_pod) {
+        if (!a->log_pod.empty()) a->replaced_pods.push_back(a->log_pod);
+        StartFollowerLocked(a, pod);
+      } else if (a->follower_done && !was_final) {
+        StartFollowerLocked(a, pod);  // its stream ended early: read on
+      }
+    } else if (a->final && !a->follower_started) {
+      a->follower_done = true;  // no pod ever started: nothing to read
+      if (a->awaiting_log) {
+        a->awaiting_log = false;
+        if (a->state == RunState::kSucceeded) {
+          a->log_error = "its pods are gone, so rank 0's log (its reports) could not be read";
+        }
       }
     }
     if (a->final || a->state != old_state) changed = true;
@@ -495,11 +748,27 @@ bool KubernetesBackend::RefreshOnce() {
 // Rank 0's log
 
 void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod) {
-  if (a->follower.joinable()) a->follower.join();  // done: it ended by itself
+  if (a->follower.joinable()) {
+    if (a->follower_done) {
+      a->follower.join();  // it ended by itself
+    } else {
+      // A replaced pod: its follower ends (its kubectl is killed) and its
+      // late lines are dropped (the generation moved on).
+      if (a->follower_pid > 0) ::kill(-a->follower_pid, SIGKILL);
+      retired_.push_back(std::move(a->follower));
+    }
+  }
+  if (!a->log_pod.empty() && a->log_pod != pod && !a->spec.trial_dir.empty()) {
+    std::ofstream(a->spec.trial_dir + "/rank_0.log", std::ios::app)
+        << "--- tune: rank 0's pod " << a->log_pod << " was replaced by pod " << pod
+        << "; the reports above are the replaced pod's, the steps below supersede them ---\n";
+  }
+  ++a->generation;
   a->log_pod = pod;
   a->follower_started = true;
   a->follower_done = false;
-  a->follower = std::thread([this, a, pod] { FollowLogs(a, pod); });
+  a->follower_pid = 0;
+  a->follower = std::thread([this, a, pod, gen = a->generation] { FollowLogs(a, pod, gen); });
 }
 
 void KubernetesBackend::StopFollower(Attempt& a) {
@@ -507,51 +776,66 @@ void KubernetesBackend::StopFollower(Attempt& a) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     a.stop_follower = true;
-    if (a.follower_pid > 0) ::kill(a.follower_pid, SIGTERM);
+    if (a.follower_pid > 0) ::kill(-a.follower_pid, SIGKILL);
     cv_.notify_all();
     t = std::move(a.follower);
   }
   if (t.joinable()) t.join();
 }
 
-void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod) {
+void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, int generation) {
   int64_t seen = 0;  // complete lines of this pod already handled
-  auto backoff = std::chrono::milliseconds(250);
+  auto backoff = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_backoff_initial_s * 1000 / 2));
+  const auto max_backoff = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_backoff_max_s * 1000));
+  std::optional<Clock::time_point> final_since;  // when the first last pass started
+  int final_tries = 0;
+  std::map<std::string, int> same_partial;  // unterminated last lines of final reads
+  std::string last_error;
   std::ofstream log(a->spec.trial_dir.empty() ? std::string("/dev/null") : a->spec.trial_dir + "/rank_0.log",
                     std::ios::app);
+  auto current = [&] { return !a->stop_follower && !stopping_ && a->generation == generation; };
   while (true) {
     bool was_final;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (a->stop_follower || stopping_) break;
+      if (!current()) break;
       // If the Job had already ended when this pass starts, the log is
-      // complete: this pass is the last one.
+      // complete: this pass is the last one, once it reads the whole log.
       was_final = a->final;
     }
+    if (was_final && !final_since) final_since = Clock::now();
     std::vector<std::string> args = {"logs", "pod/" + pod};
     if (!was_final) args.push_back("--follow");
     std::vector<std::string> argv = kubectl_.Argv(args);
-    if (argv[0].empty()) break;
+    if (argv[0].empty() || kubectl_.Cancelled()) break;
+    bool read_whole = false;
     try {
-      bp::ipstream out;
+      bp::ipstream out, err_stream;
       bp::child child(bp::exe = argv[0], bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
-                      bp::std_out > out, bp::std_err > bp::null, bp::std_in < bp::null);
+                      bp::std_out > out, bp::std_err > err_stream, bp::std_in < bp::null,
+                      internal::OwnGroupDieWithParent{});
+      kubectl_.Adopt(child.id());
       {
         std::lock_guard<std::mutex> lock(mu_);
         a->follower_pid = child.id();
-        if (a->stop_follower) ::kill(child.id(), SIGTERM);
+        if (!current()) ::kill(-child.id(), SIGKILL);
       }
       int64_t n = 0;
+      bool partial = false;
       std::string line;
       while (std::getline(out, line)) {
         // A line cut by a dropped stream is read again whole next time.
-        if (out.eof() && !was_final) break;
+        if (out.eof()) {
+          partial = true;
+          break;
+        }
         if (++n <= seen) continue;
         seen = n;
+        std::lock_guard<std::mutex> lock(mu_);
+        if (a->generation != generation) break;  // replaced meanwhile: drop
         log << line << '\n';
         auto values = ParseMetricLine(line);
         if (!values) continue;
-        std::lock_guard<std::mutex> lock(mu_);
         MetricReport r;
         r.values = std::move(*values);
         ++a->report_count;
@@ -563,38 +847,85 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod) 
         NotifyLocked();
       }
       log.flush();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        a->follower_pid = 0;  // not reaped yet, so the pid is still ours
-      }
+      std::string errors;
+      for (std::string e; std::getline(err_stream, e);) errors += (errors.empty() ? "" : " ") + e;
       std::error_code ec;
       child.wait(ec);
-    } catch (const std::exception&) {
-      // kubectl could not be started: retry after the backoff.
+      kubectl_.Forget(child.id());
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        a->follower_pid = 0;
+      }
+      int code = ec ? -1 : child.exit_code();
+      if (code == 0 && !partial) {
+        read_whole = true;
+      } else if (was_final && partial && code == 0 && ++same_partial[std::to_string(n) + ":" + line] >= 3) {
+        // Three whole reads end with the same unterminated line: the program
+        // printed it so.
+        if (++n > seen) {
+          seen = n;
+          std::lock_guard<std::mutex> lock(mu_);
+          log << line << '\n';
+          if (auto values = ParseMetricLine(line); values && a->generation == generation) {
+            MetricReport r;
+            r.values = std::move(*values);
+            ++a->report_count;
+            auto step = r.values.find(a->spec.time_attr);
+            r.step = step != r.values.end() && std::isfinite(step->second) ? std::llround(step->second)
+                                                                           : a->report_count;
+            r.time = Now();
+            a->reports.push_back(std::move(r));
+          }
+        }
+        read_whole = true;
+      } else {
+        last_error = code != 0 ? (errors.empty() ? "kubectl logs exited with code " + std::to_string(code) : errors)
+                               : "the log stream ended mid-line";
+      }
+    } catch (const std::exception& e) {
+      last_error = std::string("kubectl could not be started: ") + e.what();
     }
-    if (was_final) break;
+    if (was_final) {
+      ++final_tries;
+      if (read_whole) break;
+      double waited = std::chrono::duration<double>(Clock::now() - *final_since).count();
+      if (waited > opts_.api_deadline_s || kubectl_.Cancelled()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (a->generation == generation) {
+          a->log_error = "rank 0's log (pod " + pod + ") could not be read after " + std::to_string(final_tries) +
+                         " tries over " + std::to_string(static_cast<int>(waited)) + " s: " + last_error +
+                         "; its reports after step " +
+                         std::to_string(a->report_count == 0 ? 0 : a->report_count) + " are lost";
+        }
+        break;
+      }
+    }
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, backoff, [&] { return a->stop_follower || stopping_; });
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+    cv_.wait_for(lock, backoff, [&] { return !current(); });
+    backoff = std::min(backoff * 2, max_backoff);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  a->follower_done = true;
-  NotifyLocked();
+  if (a->generation == generation) {
+    a->follower_done = true;
+    NotifyLocked();
+  }
 }
 
 // ---------------------------------------------------------------------------
 // Resume
 
 Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId, LaunchSpec>& running) {
-  TUNE_ASSIGN_OR_RETURN(std::string out,
-                        kubectl_.Check({"get", "jobs,services", "-l", std::string(kExperimentLabel) + "=" + label_,
-                                        "-o", "json"}));
-  json list = json::parse(out, nullptr, false);
+  TUNE_ASSIGN_OR_RETURN(ApiResult got,
+                        CallApi(kubectl_, {"get", "jobs,services", "-l", std::string(kExperimentLabel) + "=" + label_,
+                                           "-o", "json"},
+                                "", Policy(true), &stats_));
+  if (!got.ok) return Status::Unavailable("kubectl get jobs,services: " + got.failure.message);
+  json list = json::parse(got.output.out, nullptr, false);
   if (list.is_discarded() || !list.contains("items")) {
     return Status::Internal("kubectl get jobs,services: output is not a JSON List");
   }
-  // Per trial id, the live Job of the highest attempt.
-  std::map<TrialId, std::pair<int, std::string>> best;
+  // Per trial id, the Job of the highest attempt (running or ended).
+  std::map<TrialId, std::pair<int, const json*>> best;
   std::vector<std::string> job_names, service_names;
   for (const json& item : list["items"]) {
     std::string name = Str(item["metadata"], "name");
@@ -613,18 +944,31 @@ Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId
     } catch (const std::exception&) {
       continue;
     }
-    if (!running.count(id) || JobEnded(item) || Deleting(item)) continue;
+    if (!running.count(id) || Deleting(item)) continue;
     auto it = best.find(id);
-    if (it == best.end() || attempt > it->second.first) best[id] = {attempt, name};
+    if (it == best.end() || attempt > it->second.first) best[id] = {attempt, &item};
   }
   std::set<TrialId> adopted;
   std::set<std::string> kept;
   for (const auto& [id, an] : best) {
     LaunchSpec spec = running.at(id);
     spec.attempt = an.first;
-    Track(spec, an.second);
+    std::string name = Str((*an.second)["metadata"], "name");
+    auto a = Track(spec, name);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      a->adopted = true;
+      if (auto end = JobEnded(*an.second)) {
+        // Ended while tune was down: its result is harvested from its log.
+        a->final = true;
+        a->state = end->type == "Complete" ? RunState::kSucceeded : RunState::kFailed;
+        if (a->state == RunState::kFailed) a->message = "Job failed while the tuner was down: " + end->reason;
+        a->awaiting_log = true;
+      }
+      NotifyLocked();
+    }
     adopted.insert(id);
-    kept.insert(an.second);
+    kept.insert(name);
   }
   std::vector<std::string> doomed;
   for (const auto& n : job_names) {
@@ -638,8 +982,15 @@ Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId
     args.insert(args.end(), doomed.begin(), doomed.end());
     args.insert(args.end(), {"--cascade=foreground", "--ignore-not-found", "--wait=true",
                              "--timeout=" + std::to_string(kDeleteTimeout.count()) + "s"});
-    TUNE_ASSIGN_OR_RETURN(std::string ignored, kubectl_.Check(args, "", kDeleteTimeout + std::chrono::seconds(10)));
-    (void)ignored;
+    RetryPolicy p = Policy(true);
+    p.call_timeout = kDeleteTimeout + std::chrono::seconds(10);
+    TUNE_ASSIGN_OR_RETURN(ApiResult deleted, CallApi(kubectl_, args, "", p, &stats_));
+    if (!deleted.ok) {
+      // Deletion never fails the run: retried by the cleanup queue.
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& d : doomed) EnqueueCleanupLocked(d.substr(d.find('/') + 1));
+      StartPollerLocked();
+    }
   }
   return adopted;
 }

@@ -1,7 +1,11 @@
 // KubernetesBackend: runs each trial attempt as a headless Service plus an
 // Indexed batch/v1 Job (k8s/render.h), driven through the real kubectl.
 //
-//   Launch   `kubectl create -f -` with the rendered List on stdin.
+//   Launch   `kubectl create -f -` for the Service, then the Job. Every API
+//            call goes through CallApi (k8s/api_call.h): transient failures
+//            are retried with backoff until the api_deadline_s; a create
+//            whose retry meets AlreadyExists adopts the object when its
+//            labels say it is this attempt's.
 //   State    one background poller runs `kubectl get jobs,pods -l
 //            tune.io/experiment=<label> -o json` for all attempts at once,
 //            every 0.5 s while something changes, backing off to 4 s when
@@ -14,15 +18,29 @@
 //            (one follower thread per attempt). A dropped stream is resumed
 //            without duplicates: lines already seen from that pod are
 //            skipped. Every line is also appended to <trial_dir>/rank_0.log.
+//            Which pod speaks for the attempt: the index-0 pod the Job
+//            finishes with. When the Job controller replaces it (a failed
+//            or evicted pod, under backoffLimit), the new pod's log is
+//            read from its start; the dead pod's reports are marked in
+//            rank_0.log and its steps are reported again by the new pod
+//            (docs/kubernetes.md). A log that cannot be read at the end is
+//            retried; if it stays unreadable the attempt fails with that
+//            reason, never with a false one.
 //   Kill     `kubectl delete job/<n> service/<n> --cascade=foreground
-//            --wait`: the pods go before the Job, nothing is left behind.
+//            --wait`: the pods go before the Job. Never fails: a delete
+//            that does not succeed goes to the cleanup queue.
 // Objects of attempts that ended are deleted once their final state has been
-// read; Shutdown deletes everything labelled with the experiment.
+// read, through the cleanup queue, which the poller retries until each
+// delete succeeds. Shutdown drains it, deletes everything labelled with the
+// experiment, and lists in Leftovers() whatever it could not delete.
+// After an interrupt (SetStopFlag), kubectl calls in flight are ended and
+// nothing is deleted: the Jobs are left for `tune run --resume`.
 //
 // Thread-safety: the TrialBackend methods are called from the tuner's thread;
 // the poller and log followers are internal threads guarded by mu_.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -33,6 +51,7 @@
 #include <thread>
 #include <vector>
 
+#include "k8s/api_call.h"
 #include "k8s/kubectl.h"
 #include "k8s/kubernetes_options.h"
 #include "trial_runner/trial_backend.h"
@@ -56,6 +75,8 @@ class KubernetesBackend : public TrialBackend {
   // in the namespace. Non-OK: FailedPrecondition (no kubectl, permissions
   // missing, all named in one message), Unavailable (no cluster),
   // InvalidArgument (no image).
+  // Then the namespace exists (`kubectl get namespace`, when the identity
+  // may read namespaces). A successful preflight is not repeated.
   Status Preflight() override;
   Status Launch(const LaunchSpec& spec) override;
   Result<std::vector<MetricReport>> Poll(TrialId id) override;
@@ -63,16 +84,34 @@ class KubernetesBackend : public TrialBackend {
   Status Kill(TrialId id, std::chrono::milliseconds grace = std::chrono::seconds(5)) override;
   void WaitForEvent(std::chrono::milliseconds timeout) override;
   void Shutdown() override;
+  // "the Kubernetes API server has not answered for N s" while calls stall
+  // (first after 10 s, then as it grows), and once when answers are back.
+  std::string TakeNotice() override;
+
+  // Ctrl-C: once `*stop` is true, every kubectl in flight is ended (its
+  // process group killed), no new call is made, and Kill/Shutdown leave the
+  // Jobs for --resume. Call before Launch.
+  void SetStopFlag(const std::atomic<bool>* stop);
+
+  // After Shutdown: `kind/name` of the objects labelled with the experiment
+  // that could not be deleted, and the kubectl command that deletes them
+  // (empty if none).
+  std::vector<std::string> Leftovers() const;
+  std::string LeftoverCommand() const;
+  // API calls made, retried and failed (for the soak benchmark).
+  const ApiStats& api_stats() const { return stats_; }
 
   // For `tune run --resume`. Lists the experiment's Jobs and Services by
   // label. For each trial in `running` (id -> the LaunchSpec it would get
-  // now) whose Job of the highest attempt still runs, the backend adopts
-  // that Job instead of creating a duplicate: it is tracked as if Launch had
-  // been called, and Poll returns its reports from the start of the log (the
-  // tuner drops steps it already has). Every other object of the experiment
-  // (ended Jobs, trials not in `running`, older attempts, orphan Services) is
-  // deleted with foreground propagation. Returns the adopted trial ids; call
-  // before any Launch.
+  // now) whose Job of the highest attempt still exists, running or ended
+  // while tune was down, the backend adopts that Job instead of creating a
+  // duplicate: it is tracked as if Launch had been called (a later Launch
+  // for the trial takes it over rather than creating a Job), and Poll
+  // returns its reports from the start of its log, so a Job that completed
+  // is harvested. Every other object of the experiment (trials not in
+  // `running`, older attempts, orphan Services) is deleted. Returns the
+  // adopted trial ids; call before any Launch. Transient API failures are
+  // retried.
   Result<std::set<TrialId>> AdoptOrClean(const std::map<TrialId, LaunchSpec>& running);
 
   // Deletes every Job and Service labelled with the experiment and waits
@@ -85,20 +124,38 @@ class KubernetesBackend : public TrialBackend {
   void StartPollerLocked();
   void PollerLoop();
   bool RefreshOnce();  // one `kubectl get`; true if anything changed
-  void FollowLogs(std::shared_ptr<Attempt> a, std::string pod);
+  void FollowLogs(std::shared_ptr<Attempt> a, std::string pod, int generation);
   void StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod);
-  Status DeleteObjects(const std::string& name, bool wait);
   void StopFollower(Attempt& a);
   void NotifyLocked();
   std::shared_ptr<Attempt> Track(const LaunchSpec& spec, const std::string& name);
+  Status CreateObject(const std::string& manifest, const std::string& ref, const LaunchSpec& spec);
+  // Queues the deletion of the attempt's Job and Service (foreground).
+  void EnqueueCleanupLocked(const std::string& name);
+  void RunCleanupQueue(bool final_pass);
+  bool Interrupted() const;
+  RetryPolicy Policy(bool retry) const;
 
   const KubernetesOptions opts_;
   const std::string experiment_;
   const std::string label_;  // ExperimentLabelValue(experiment_)
   const Kubectl kubectl_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
+  struct Cleanup {
+    std::chrono::steady_clock::time_point next_try;
+    int tries = 0;
+    std::string error;
+  };
+  std::map<std::string, Cleanup> cleanup_;  // guarded by mu_: object name -> deletion to retry
+  std::vector<std::string> leftovers_;      // guarded by mu_
+  std::vector<std::thread> retired_;        // guarded by mu_: followers of replaced pods
+  bool preflight_ok_ = false;
+  const std::atomic<bool>* stop_flag_ = nullptr;
+  std::thread stop_watcher_;
+  double noticed_stall_s_ = 0;              // guarded by mu_: the last stall announced
+  ApiStats stats_;
   uint64_t events_ = 0;                                  // guarded by mu_
   std::map<TrialId, std::shared_ptr<Attempt>> attempts_;  // guarded by mu_
   bool stopping_ = false;                                // guarded by mu_

@@ -25,6 +25,15 @@ struct KubernetesOptions {
   std::optional<int> ttl_seconds_after_finished;
   int backoff_limit = 0;
   double pending_timeout_s = 600;
+  // Every API call (k8s/api_call.h): transient failures are retried with
+  // exponential backoff from api_backoff_initial_s up to api_backoff_max_s
+  // (with jitter) until api_deadline_s; one kubectl run may take at most
+  // api_call_timeout_s. Deletions that still fail are retried until the
+  // end of the run, and for api_deadline_s more.
+  double api_backoff_initial_s = 0.5;
+  double api_backoff_max_s = 10;
+  double api_call_timeout_s = 30;
+  double api_deadline_s = 120;
   std::string kubeconfig;
   std::string context;
   std::string kubectl = "kubectl";

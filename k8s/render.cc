@@ -47,10 +47,20 @@ Result<json> ParseArray(const std::string& text, const char* key) {
 }
 
 json EnvVar(const std::string& name, const std::string& value) {
-  return json{{"name", name}, {"value", value}};
+  return json{{"name", name}, {"value", EscapeForKubernetesExpansion(value)}};
 }
 
 }  // namespace
+
+std::string EscapeForKubernetesExpansion(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '$') out += '$';
+    out += c;
+  }
+  return out;
+}
 
 std::string ExperimentLabelValue(const std::string& experiment) {
   std::string out;
@@ -147,9 +157,11 @@ Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const La
   if (!requests.empty()) resources["requests"] = requests;
   if (!limits.empty()) resources["limits"] = limits;
 
+  json command = json::array();
+  for (const std::string& a : spec.argv) command.push_back(EscapeForKubernetesExpansion(a));
   json container = {{"name", "trial"},
                     {"image", opts.image},
-                    {"command", spec.argv},
+                    {"command", command},
                     {"env", env},
                     {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", kMasterPort}}})},
                     {"resources", resources},

@@ -39,11 +39,19 @@ std::string ExperimentLabelValue(const std::string& experiment);
 // pods' hostnames (`<name>-<index>`) stay valid. Fresh for every attempt.
 std::string KubernetesObjectName(const std::string& experiment, int trial_number, int attempt);
 
+// `s` escaped for Kubernetes' `$(VAR)` expansion of a container's command,
+// args and env values: every '$' doubled, so that the kubelet's expansion
+// (`$$` -> `$`, `$(NAME)` -> NAME's value) gives back exactly `s`. A value
+// such as `$(SECRET_TOKEN)` then reaches the trial as written, never as the
+// value of a variable of the container.
+std::string EscapeForKubernetesExpansion(const std::string& s);
+
 // Renders the attempt as a kubectl-ready JSON `v1/List` holding the Service
 // and the Job, in that order. InvalidArgument if an option cannot be used
 // (no image, tolerations/volumes that are not JSON arrays, workers < 1, a
 // name that is not a DNS-1035 label). The schema itself is left to kubectl's
-// validation.
+// validation. Every argv element and env value is written through
+// EscapeForKubernetesExpansion.
 Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const LaunchSpec& spec,
                                          const std::string& object_name);
 

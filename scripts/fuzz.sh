@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang, ASan+UBSan) in ./build-fuzz and
 # runs each for SECONDS (default 60), one after the other, starting from the
-# committed seeds in fuzz/corpus/<target>/ plus what earlier runs found
+# committed seeds (fuzz/corpus/<target>/) plus what earlier runs found
 # (build-fuzz/corpus/<target>/, kept between runs). Prints executions and new
 # corpus entries per target; a crash leaves its input in
 # build-fuzz/crashes/<target>/ and makes the script exit 1.
@@ -15,7 +15,8 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "fuzz.sh: expected SECONDS as a whole number of at least 1, got '$seconds'" >&2
   exit 2
 fi
-all=(metric_line_fuzz tokenizer_json_fuzz bpe_encode_fuzz katib_import_fuzz)
+all=(metric_line_fuzz experiment_validate_fuzz safetensors_header_fuzz tokenizer_json_fuzz bpe_encode_fuzz
+     katib_import_fuzz)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 for t in "${targets[@]}"; do
@@ -53,7 +54,11 @@ for t in "${targets[@]}"; do
   [ -f "fuzz/$name.dict" ] && args+=(-dict="fuzz/$name.dict")
   echo "fuzz.sh: $t for ${seconds}s"
   rc=0
-  "build-fuzz/bin/$t" "${args[@]}" "$work" "fuzz/corpus/$name" >"$log" 2>&1 || rc=$?
+  # Seeds: fuzz/corpus/<name>/, or the test fixtures a target shares with
+  # its Catch2 tests (Katib's own examples, kept once with their licence).
+  seeds=fuzz/corpus/$name
+  [ "$name" = katib_import ] && seeds=tests/import/katib
+  "build-fuzz/bin/$t" "${args[@]}" "$work" "$seeds" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   added=$(sed -n 's/^stat::new_units_added: *//p' "$log" | tail -1)
   found=$(find "$crashes" -type f | sort)

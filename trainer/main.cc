@@ -48,6 +48,8 @@ void AddLoopFlags(CLI::App* app, tune::LoopOptions* o) {
   app->add_flag("--gradient-checkpointing", o->gradient_checkpointing,
                 "recompute each decoder layer's activations in the backward pass (less memory, ~1 more forward)");
   app->add_option("--dist-timeout", o->dist_timeout_s, "seconds before a silent rank fails the group");
+  app->add_option("--metric-digits", o->metric_digits, "significant digits of printed losses (default 6)")
+      ->check(CLI::Range(1, 17));
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer/safetensors_header.h"
+
 namespace tune {
 namespace {
 
@@ -42,12 +44,6 @@ const char* NameFromDtype(torch::ScalarType t) {
   return nullptr;
 }
 
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 }  // namespace
 
 Result<TensorMap> ReadSafetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
@@ -56,73 +52,30 @@ Result<TensorMap> ReadSafetensors(const std::string& path, std::map<std::string,
   in.seekg(0, std::ios::end);
   const uint64_t file_size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
-  uint8_t len_bytes[8];
-  if (file_size < 8 || !in.read(reinterpret_cast<char*>(len_bytes), 8)) {
-    return Status::InvalidArgument(path + ": truncated safetensors file (no header length)");
+  char len_bytes[8] = {};
+  const size_t got = in.read(len_bytes, 8) ? 8 : 0;
+  TUNE_ASSIGN_OR_RETURN(uint64_t header_len,
+                        ParseSafetensorsHeaderLength(std::string_view(len_bytes, got), file_size, path));
+  std::string header_text(header_len, '\0');
+  if (!in.read(header_text.data(), static_cast<std::streamsize>(header_len))) {
+    return Status::InvalidArgument(path + ": cannot read the header");
   }
-  uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
-  if (header_len > file_size - 8) {
-    return Status::InvalidArgument(path + ": header length " + std::to_string(header_len) +
-                                   " exceeds the file size");
-  }
-  std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
-  json h;
-  try {
-    h = json::parse(header);
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(path + ": header is not valid JSON: " + e.what());
-  }
-  if (!h.is_object()) return Status::InvalidArgument(path + ": header is not a JSON object");
-  const uint64_t data_start = 8 + header_len;
-  const uint64_t data_size = file_size - data_start;
+  const uint64_t data_size = file_size - 8 - header_len;
+  TUNE_ASSIGN_OR_RETURN(SafetensorsHeader header, ParseSafetensorsHeader(header_text, data_size, path));
   std::vector<char> data(data_size);
   if (data_size > 0 && !in.read(data.data(), static_cast<std::streamsize>(data_size))) {
     return Status::InvalidArgument(path + ": cannot read tensor data");
   }
+  if (metadata != nullptr) {
+    for (const auto& [key, value] : header.metadata) (*metadata)[key] = value;
+  }
   TensorMap out;
-  for (auto it = h.begin(); it != h.end(); ++it) {
-    const std::string& name = it.key();
-    const json& v = it.value();
-    if (name == "__metadata__") {
-      if (metadata != nullptr && v.is_object()) {
-        for (auto m = v.begin(); m != v.end(); ++m) {
-          if (m.value().is_string()) (*metadata)[m.key()] = m.value().get<std::string>();
-        }
-      }
-      continue;
-    }
-    std::string dtype_name;
-    std::vector<int64_t> shape;
-    uint64_t begin = 0, end = 0;
-    try {
-      dtype_name = v.at("dtype").get<std::string>();
-      shape = v.at("shape").get<std::vector<int64_t>>();
-      begin = v.at("data_offsets").at(0).get<uint64_t>();
-      end = v.at("data_offsets").at(1).get<uint64_t>();
-    } catch (const json::exception& e) {
-      return Status::InvalidArgument(path + ": tensor '" + name + "': bad header entry: " + e.what());
-    }
+  for (const SafetensorsEntry& e : header.tensors) {
     torch::ScalarType type;
-    if (!DtypeFromName(dtype_name, &type)) {
-      return Status::InvalidArgument(path + ": tensor '" + name + "' has unsupported dtype " + dtype_name +
-                                     " (supported: F32, F16, BF16, F64, I64, I32, U8, BOOL)");
-    }
-    int64_t numel = 1;
-    for (int64_t d : shape) {
-      if (d < 0) return Status::InvalidArgument(path + ": tensor '" + name + "' has a negative dimension");
-      numel *= d;
-    }
-    const uint64_t nbytes = static_cast<uint64_t>(numel) * torch::elementSize(type);
-    if (end < begin || end - begin != nbytes || end > data_size) {
-      return Status::InvalidArgument(path + ": tensor '" + name + "' " + dtype_name + ShapeString(shape) +
-                                     " has data_offsets [" + std::to_string(begin) + "," + std::to_string(end) +
-                                     "] inconsistent with its size or the file");
-    }
-    torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(type));
-    if (nbytes > 0) std::memcpy(t.data_ptr(), data.data() + begin, nbytes);
-    out.emplace(name, std::move(t));
+    TUNE_CHECK(DtypeFromName(e.dtype, &type));  // safetensors_header accepts only these names
+    torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(type));
+    if (e.end > e.begin) std::memcpy(t.data_ptr(), data.data() + e.begin, e.end - e.begin);
+    out.emplace(e.name, std::move(t));
   }
   return out;
 }

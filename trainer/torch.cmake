@@ -55,7 +55,7 @@ add_library(lora_core STATIC
 )
 target_include_directories(lora_core PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(lora_core
-  PUBLIC ${TORCH_LIBRARIES} lora_text tune_core nlohmann_json::nlohmann_json
+  PUBLIC ${TORCH_LIBRARIES} lora_text lora_safetensors_header tune_core nlohmann_json::nlohmann_json
   PRIVATE CLI11::CLI11 ${CMAKE_DL_LIBS})
 target_compile_options(lora_core PUBLIC ${TORCH_CXX_FLAGS})
 if(TUNE_TORCH_CUDA)

@@ -163,8 +163,8 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
   auto emit = [&](int64_t step, double train_loss, std::optional<double> eval_loss, double lr, double tps) {
     if (!dist.is_main()) return;
     std::string line = "step=" + std::to_string(step);
-    if (!std::isnan(train_loss)) line += " train_loss=" + Fmt(train_loss);
-    if (eval_loss) line += " eval_loss=" + Fmt(*eval_loss);
+    if (!std::isnan(train_loss)) line += " train_loss=" + Fmt(train_loss, o.metric_digits);
+    if (eval_loss) line += " eval_loss=" + Fmt(*eval_loss, o.metric_digits);
     line += " lr=" + Fmt(lr) + " tokens_per_s=" + Fmt(tps, 7);
     std::cout << line << std::endl;
   };

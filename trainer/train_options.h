@@ -36,6 +36,7 @@ struct LoopOptions {
   std::string dtype = "fp32";       // frozen base + forward: fp32 | bf16 (fp16 refused)
   bool gradient_checkpointing = false;  // recompute layer activations in backward
   int dist_timeout_s = 120;         // a rank that stops answering fails the group
+  int metric_digits = 6;            // significant digits of the printed losses
 };
 
 struct FinetuneOptions {

@@ -75,6 +75,10 @@ class TrialBackend {
   virtual void WaitForEvent(std::chrono::milliseconds timeout) = 0;
   // Kills every attempt still running (tuner shutdown). Idempotent.
   virtual void Shutdown() = 0;
+  // A one-line notice about the backend itself for the live view and the
+  // log ("the Kubernetes API server has not answered for 12 s"), returned
+  // once; empty if there is none. Polled by the tuner's thread.
+  virtual std::string TakeNotice() { return ""; }
 };
 
 }  // namespace tune

@@ -169,6 +169,18 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return Fail(err, Status::InvalidArgument("--max-concurrent: expected a number of trials of at least 1, got " +
                                              std::to_string(*args.max_concurrent)));
   }
+  // The backend can run trials (Kubernetes: the cluster answers, the
+  // namespace exists, RBAC allows every verb) before the database is
+  // touched: a refusal leaves nothing behind.
+  if (Status st = backend->Preflight(); !st.ok()) {
+    return Fail(err, st, st.IsInvalidArgument() || st.code() == StatusCode::kFailedPrecondition ? kExitUsage
+                                                                                                : kExitFailed);
+  }
+#ifdef TUNE_HAVE_K8S
+  auto* k8s = dynamic_cast<KubernetesBackend*>(backend.get());
+  // Ctrl-C ends kubectl calls in flight and leaves the Jobs for --resume.
+  if (k8s) k8s->SetStopFlag(args.stop);
+#endif
   std::string db_path = DbPathFor(args, spec);
   RunLock lock;
   if (Status st = lock.Acquire(db_path, spec.name); !st.ok()) return Fail(err, st);
@@ -208,14 +220,32 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   auto scheduler = MakeScheduler(spec, spec.search.seed);
   if (!scheduler.ok()) return Fail(err, scheduler.status());
 
+  fs::path db_dir = fs::path(db_path).parent_path();
+  const std::string runs_dir = (db_dir.empty() ? fs::path("tune_runs") : db_dir / "tune_runs").string();
 #ifdef TUNE_HAVE_K8S
-  // On resume, interrupted trials run again as new attempts (new Job
-  // names): delete whatever the interrupted run left in the cluster first.
-  if (args.resume) {
-    if (auto* k8s = dynamic_cast<KubernetesBackend*>(backend.get())) {
-      if (Status st = k8s->Preflight(); !st.ok()) return Fail(err, st, kExitFailed);
-      auto cleaned = k8s->AdoptOrClean({});
-      if (!cleaned.ok()) return Fail(err, cleaned.status(), kExitFailed);
+  // On resume, the Jobs of trials the database says are running are
+  // adopted (followed if they run, harvested if they ended while tune was
+  // down); everything else the interrupted run left is deleted.
+  if (args.resume && k8s) {
+    std::map<TrialId, LaunchSpec> running;
+    if (auto found = storage->FindExperiment(spec.name); found.ok()) {
+      auto trials = storage->ListTrials(found->id);
+      if (!trials.ok()) return Fail(err, trials.status(), kExitFailed);
+      for (const Trial& t : *trials) {
+        if (t.state != TrialState::kRunning) continue;
+        char dir[32];
+        std::snprintf(dir, sizeof dir, "trial_%04d", t.number);
+        std::error_code ec;
+        std::string trial_dir = fs::absolute(fs::path(runs_dir) / spec.name / dir, ec).string();
+        fs::create_directories(trial_dir, ec);
+        running[t.id] = MakeLaunchSpec(spec, t, trial_dir);
+      }
+    }
+    auto adopted = k8s->AdoptOrClean(running);
+    if (!adopted.ok()) return Fail(err, adopted.status(), kExitFailed);
+    if (!adopted->empty()) {
+      out << "tune: adopted the Kubernetes Jobs of " << adopted->size() << " trial"
+          << (adopted->size() == 1 ? "" : "s") << " that ran while tune was down\n";
     }
   }
 #endif
@@ -226,8 +256,7 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   TunerOptions options;
   options.resume = args.resume;
   options.max_concurrent = args.max_concurrent;
-  fs::path db_dir = fs::path(db_path).parent_path();
-  options.runs_dir = (db_dir.empty() ? fs::path("tune_runs") : db_dir / "tune_runs").string();
+  options.runs_dir = runs_dir;
 
   TunerParts parts;
   parts.storage = storage.get();
@@ -270,6 +299,22 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
     out << "tune: " << s.failed << " trial" << (s.failed == 1 ? "" : "s") << " failed  (why: tune trials --db "
         << db_path << " --experiment " << spec.name << " --state failed)\n";
   }
+#ifdef TUNE_HAVE_K8S
+  if (k8s && (k8s->api_stats().retried > 0 || k8s->api_stats().failed > 0)) {
+    out << "tune: Kubernetes API: " << k8s->api_stats().calls << " calls, " << k8s->api_stats().retried
+        << " retries after transient errors, " << k8s->api_stats().failed << " calls failed in the end\n";
+  }
+  // Deletion never fails the experiment, but what is left must be said,
+  // with the command that deletes it, and the exit status says so (1).
+  if (k8s && !k8s->Leftovers().empty()) {
+    std::vector<std::string> left = k8s->Leftovers();
+    err << "tune: could not delete " << left.size() << " Kubernetes object" << (left.size() == 1 ? "" : "s")
+        << " of the experiment (";
+    for (size_t i = 0; i < left.size() && i < 10; ++i) err << (i ? ", " : "") << left[i];
+    err << (left.size() > 10 ? ", ..." : "") << "); delete them with: " << k8s->LeftoverCommand() << "\n";
+    if (s.outcome == RunOutcome::kCompleted) return kExitFailed;
+  }
+#endif
   switch (s.outcome) {
     case RunOutcome::kCompleted: return kExitOk;
     case RunOutcome::kFailed: return kExitFailed;

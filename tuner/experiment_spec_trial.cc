@@ -10,6 +10,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The largest GPU index backend.gpus may name (CUDA_VISIBLE_DEVICES takes ints).
+constexpr int64_t kMaxGpuIndex = 65535;
+
 // Placeholders usable in trial.command besides the parameter names.
 const std::vector<std::string> kBuiltinPlaceholders = {"trial_id", "experiment", "trial_dir"};
 // Variables the tuner sets for every worker (SPEC section 3); TUNE_* too.
@@ -223,6 +226,10 @@ Status ParseKubernetes(const ObjectReader& b, KubernetesOptions* k) {
   TUNE_RETURN_IF_ERROR(b.Int("backoff_limit", &k->backoff_limit));
   TUNE_RETURN_IF_ERROR(b.Expect(k->backoff_limit >= 0, "backoff_limit", "an integer of at least 0"));
   TUNE_RETURN_IF_ERROR(b.Seconds("pending_timeout_s", &k->pending_timeout_s));
+  TUNE_RETURN_IF_ERROR(b.Seconds("api_backoff_initial_s", &k->api_backoff_initial_s));
+  TUNE_RETURN_IF_ERROR(b.Seconds("api_backoff_max_s", &k->api_backoff_max_s));
+  TUNE_RETURN_IF_ERROR(b.Seconds("api_call_timeout_s", &k->api_call_timeout_s));
+  TUNE_RETURN_IF_ERROR(b.Seconds("api_deadline_s", &k->api_deadline_s));
   TUNE_RETURN_IF_ERROR(b.String("kubeconfig", &k->kubeconfig));
   if (b.Has("kubeconfig")) {
     TUNE_RETURN_IF_ERROR(b.Expect(!k->kubeconfig.empty(), "kubeconfig", "a file path"));
@@ -243,21 +250,21 @@ Status ParseKubernetes(const ObjectReader& b, KubernetesOptions* k) {
 Status ParseGpus(const ObjectReader& b, std::vector<std::string>* out) {
   const Json* v = b.Find("gpus");
   if (!v) return Status::Ok();
-  const std::string what = "an array of GPU indices (integers of at least 0)";
+  const std::string what = "an array of GPU indices (integers from 0 to " + std::to_string(kMaxGpuIndex) + ")";
   if (!v->is_array()) return b.reader().FailValue(b.PathOf("gpus"), what, *v);
   std::vector<std::string> ids;
   for (size_t i = 0; i < v->size(); ++i) {
     const Json& g = (*v)[i];
     std::string path = IndexPath(b.PathOf("gpus"), i);
-    std::string id;
-    if (auto n = AsInt64(g); n && !g.is_number_float() && *n >= 0) {
-      id = std::to_string(*n);
-    } else if (g.is_string() && Matches(g.get<std::string>(), "[0-9]+")) {
-      id = g.get<std::string>();
-    } else {
-      // The local backend hands them out as CUDA_VISIBLE_DEVICES indices.
-      return b.reader().FailValue(path, "a GPU index (an integer of at least 0)", g);
+    // The local backend hands them out as CUDA_VISIBLE_DEVICES indices (an
+    // int each); a string of digits is read as the number it spells.
+    std::optional<int64_t> n;
+    if (!g.is_number_float()) n = AsInt64(g);
+    if (g.is_string() && Matches(g.get<std::string>(), "[0-9]{1,18}")) n = std::stoll(g.get<std::string>());
+    if (!n || *n < 0 || *n > kMaxGpuIndex) {
+      return b.reader().FailValue(path, "a GPU index (an integer from 0 to " + std::to_string(kMaxGpuIndex) + ")", g);
     }
+    std::string id = std::to_string(*n);
     for (const auto& seen : ids) {
       if (seen == id) return b.reader().FailValue(path, "distinct GPU ids", g);
     }
@@ -305,7 +312,8 @@ Status ParseBackend(const Reader& r, const Json& v, const std::string& base_dir,
   TUNE_RETURN_IF_ERROR(b.AllowOnly(
       {"type", "job_kind", "cpus", "gpus", "namespace", "image", "image_pull_policy", "service_account",
        "node_selector", "tolerations", "volumes", "volume_mounts", "labels", "annotations",
-       "ttl_seconds_after_finished", "backoff_limit", "pending_timeout_s", "kubeconfig",
+       "ttl_seconds_after_finished", "backoff_limit", "pending_timeout_s", "api_backoff_initial_s",
+       "api_backoff_max_s", "api_call_timeout_s", "api_deadline_s", "kubeconfig",
        "context", "kubectl"}));
   TUNE_RETURN_IF_ERROR(b.Enum("type", {"local", "kubernetes"}, &out->type));
   TUNE_RETURN_IF_ERROR(b.Enum("job_kind", {"job", "pytorchjob", "trainjob"}, &out->job_kind));

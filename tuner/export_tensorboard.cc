@@ -36,7 +36,9 @@ Status ExportTensorBoard(Storage& storage, const std::string& experiment, const 
     }
     std::vector<MetricReport> current;
     for (const StoredReport& r : *reports) {
-      if (r.attempt != rec.trial.attempt) continue;  // earlier attempts no longer count
+      // Earlier attempts and excluded reports (after max_t, a replaced pod's)
+      // no longer count; the live files never got them either.
+      if (r.attempt != rec.trial.attempt || !r.excluded.empty()) continue;
       current.push_back(r.report);
       points += r.report.values.size();
     }

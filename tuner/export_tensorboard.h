@@ -13,8 +13,8 @@
 namespace tune {
 
 // Writes <out_dir>/<experiment>/trial_NNNN for every trial that started:
-// its parameters (HParams session start), the reports of its current
-// attempt, and its final status if it is finished. `experiment` empty: the
+// its parameters (HParams session start), the counted reports of its
+// current attempt, and its final status if it is finished. `experiment` empty: the
 // newest. FailedPrecondition if <out_dir>/<experiment> exists already (an
 // export never mixes with or overwrites earlier files); nothing is left
 // behind when a write fails. Prints one line saying what it wrote.

@@ -553,6 +553,7 @@ ProgressCounts Tuner::Impl::Counts() const {
 
 void Tuner::Impl::Tick(bool force) {
   if (!parts.progress) return;
+  if (std::string notice = parts.backend->TakeNotice(); !notice.empty()) parts.progress->OnMessage(notice);
   auto now = Clock::now();
   if (!force && now - last_tick < std::chrono::milliseconds(500)) return;
   last_tick = now;

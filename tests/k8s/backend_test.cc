@@ -177,6 +177,31 @@ TEST_CASE("every worker gets its rank and the torchrun environment", "[k8s][back
   fs::remove_all(s.trial_dir);
 }
 
+TEST_CASE("$(VAR) in argv and env reaches the trial as written, not expanded", "[k8s][backend][escape]") {
+  // Kubernetes expands $(NAME) in command, args and env values (and turns
+  // $$ into $); the fake kubelet does the same, so an unescaped value would
+  // show the experiment's name or a lone '$' here.
+  FakeCluster cluster;
+  const std::string exp = "e2e-escape";
+  KubernetesBackend backend(cluster.Options(), exp);
+  LaunchSpec s = Synthetic(exp, 9, {});
+  const std::string arg = "$(TUNE_EXPERIMENT) $$(HOME) $(NOT_DEFINED) a$b $";
+  s.argv = {"/bin/sh", "-c", "printf 'ARG=%s\\n' \"$1\"; printf 'ENV=%s\\n' \"$TUNE_PARAM_X\"; echo step=1", "sh", arg};
+  s.env["TUNE_PARAM_X"] = "$(TUNE_TRIAL_ID)$$(PATH)";
+  s.workers = 1;
+  REQUIRE(backend.Launch(s).ok());
+  Outcome o = RunToEnd(backend, 9);
+  INFO(o.status.message);
+  REQUIRE(o.status.state == RunState::kSucceeded);
+  std::string log = Slurp(s.trial_dir + "/rank_0.log");
+  INFO(log);
+  CHECK(log.find("ARG=" + arg + "\n") != std::string::npos);
+  CHECK(log.find("ENV=$(TUNE_TRIAL_ID)$$(PATH)\n") != std::string::npos);
+  backend.Shutdown();
+  CHECK(cluster.Names("jobs,services,pods", Sel(exp)).empty());
+  fs::remove_all(s.trial_dir);
+}
+
 TEST_CASE("Kill deletes the Job, its pods and its Service", "[k8s][backend]") {
   FakeCluster cluster;
   const std::string exp = "e2e-kill";
@@ -329,7 +354,7 @@ TEST_CASE("Preflight reports what is missing, once and clearly", "[k8s][backend]
   }
 }
 
-TEST_CASE("resume adopts running Jobs and cleans up the rest", "[k8s][backend][resume]") {
+TEST_CASE("resume adopts running Jobs, harvests ended ones and cleans up the rest", "[k8s][backend][resume]") {
   FakeCluster cluster;
   const std::string exp = "e2e-resume";
   // What a tuner that crashed left behind: trial 1 running (8 s, so that it
@@ -355,13 +380,18 @@ TEST_CASE("resume adopts running Jobs and cleans up the rest", "[k8s][backend][r
   KubernetesBackend backend(cluster.Options(), exp);
   auto adopted = backend.AdoptOrClean({{1, left[1]}, {3, left[3]}});
   REQUIRE(adopted.ok());
-  CHECK(*adopted == std::set<TrialId>{1});
+  // Trial 3's Job completed while the tuner was down: adopted too, so that
+  // its result is harvested from its log instead of running it again.
+  CHECK(*adopted == std::set<TrialId>{1, 3});
   CHECK(cluster.Names("jobs,services,pods", "tune.io/trial-id=2").empty());
-  CHECK(cluster.Names("jobs,services", "tune.io/trial-id=3").empty());
-  CHECK(cluster.Names("jobs", Sel(exp)) == std::vector<std::string>{"job.batch/" + KubernetesObjectName(exp, 1, 0)});
+  CHECK(cluster.Names("jobs", Sel(exp)) == std::vector<std::string>{"job.batch/" + KubernetesObjectName(exp, 1, 0),
+                                                                    "job.batch/" + KubernetesObjectName(exp, 3, 0)});
   Outcome o = RunToEnd(backend, 1);
   CHECK(o.status.state == RunState::kSucceeded);
   CHECK(Steps(o.reports) == std::vector<int64_t>{10, 20, 30, 40});
+  Outcome harvested = RunToEnd(backend, 3);
+  CHECK(harvested.status.state == RunState::kSucceeded);
+  CHECK(Steps(harvested.reports) == std::vector<int64_t>{1});
   backend.Shutdown();
   CHECK(cluster.Names("jobs,services,pods", Sel(exp)).empty());
   for (auto& [id, spec] : left) fs::remove_all(spec.trial_dir);

@@ -14,7 +14,8 @@ The real kubectl talks to it through the kubeconfig it writes. It serves:
     with --deny VERB:RESOURCE[/SUBRESOURCE].
 A Job controller runs each Job's pods as local processes: one per completion
 index (Indexed mode), with the container's command, args, env (valueFrom
-fieldRef resolved), JOB_COMPLETION_INDEX and HOSTNAME; status, conditions,
+fieldRef resolved; `$(NAME)` expanded and `$$` unescaped as the kubelet
+does), JOB_COMPLETION_INDEX and HOSTNAME; status, conditions,
 backoffLimit, activeDeadlineSeconds and ttlSecondsAfterFinished follow the
 real controller. Deleting a Job with propagationPolicy Foreground removes its
 pods (SIGTERM to the process group, SIGKILL after the grace period) before
@@ -94,10 +95,11 @@ def api_version(group, version):
 
 
 class ApiError(Exception):
-    def __init__(self, code, reason, message, details=None):
+    def __init__(self, code, reason, message, details=None, headers=None):
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
         self.details = details or {}
+        self.headers = headers or {}
 
     def body(self):
         return {"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -323,6 +325,116 @@ def parse_field_selector(text):
 # ---------------------------------------------------------------------------
 # The cluster: object store, Job controller, pod processes
 
+class Faults:
+    """Seeded fault injection, scoped by verb and path. The configuration is a
+    JSON object, given with --faults FILE at start and replaced at any time
+    by POST /_fake/faults (`kubectl create --raw /_fake/faults -f FILE`):
+
+      {"seed": 7,
+       "rules": [                       # the first rule that fires decides
+         {"verb": "DELETE", "path": "/jobs/", "status": 500, "first": 1},
+         {"status": [500, 429], "rate": 0.2, "retry_after": 1},
+         {"verb": "GET", "path": "/pods$", "delay": 10},     # slow answers
+         {"hang": true},                                     # a hung API
+         {"path": "/log$", "log": "fail"},                   # log read fails
+         {"path": "/log$", "log": "truncate", "rate": 0.5}], # stream cut
+       "replace_pods": {"rate": 0.1, "after": 0.3, "index": 0},
+       "lose_state": 1}
+
+    A rule matches a request to a resource (never discovery, OpenAPI or
+    /_fake) when `verb` (an HTTP method, default any) and `path` (a regular
+    expression searched in the URL path, default any) match. It fires on its
+    first `first` matches if given, else with probability `rate` (default 1)
+    from the seeded generator. `status` (one code or a list to draw from)
+    answers with Kubernetes' Status for it (500 InternalError, 503
+    ServiceUnavailable, 429 TooManyRequests, 504 Timeout) and a Retry-After
+    header when `retry_after` is given (client-go then retries by itself);
+    `delay` sleeps before answering normally; `hang` never answers (until
+    the server stops); `log` applies to pods/log only.
+
+    `replace_pods`: a pod of completion index `index` (default 0), the
+    first of its index in its Job, that has run `after` seconds is killed
+    (SIGKILL, exit 137) with probability `rate`, or the first `first` such
+    pods: it fails, and the Job controller replaces it under a new name if
+    backoffLimit allows. `lose_state`: each new value wipes every object
+    outside the system namespaces and kills their pods, as if the cluster
+    were replaced. GET /_fake/stats answers the counts of injected faults.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.config = {}
+        self.rng = random.Random(0)
+        self.fired = []  # per rule
+        self.replace_fired = 0
+        self.stats = {"requests": 0, "status": 0, "delay": 0, "hang": 0, "log_fail": 0,
+                      "log_truncate": 0, "pods_replaced": 0, "state_lost": 0}
+
+    def set(self, config):
+        if not isinstance(config, dict) or not isinstance(config.get("rules", []), list):
+            raise ApiError(400, "BadRequest", "faults: expected an object with a list of rules")
+        with self.lock:
+            self.config = config
+            self.rng = random.Random(config.get("seed", 0))
+            self.fired = [0] * len(config.get("rules", []))
+            self.replace_fired = 0
+
+    def _fires(self, rule, i):
+        if "first" in rule:
+            if self.fired[i] >= int(rule["first"]):
+                return False
+        elif self.rng.random() >= float(rule.get("rate", 1)):
+            return False
+        self.fired[i] += 1
+        return True
+
+    def pick(self, method, path, is_log):
+        """The rule that fires for this request, or None."""
+        with self.lock:
+            self.stats["requests"] += 1
+            for i, rule in enumerate(self.config.get("rules", [])):
+                if rule.get("verb", "*") not in ("*", method):
+                    continue
+                if "path" in rule and not re.search(rule["path"], path):
+                    continue
+                if "log" in rule and not is_log:
+                    continue
+                if not self._fires(rule, i):
+                    continue
+                return dict(rule, _status=self._status(rule))
+        return None
+
+    def _status(self, rule):
+        st = rule.get("status")
+        if isinstance(st, list):
+            return self.rng.choice(st) if st else None
+        return st
+
+    def count(self, key):
+        with self.lock:
+            self.stats[key] += 1
+
+    def should_replace(self):
+        with self.lock:
+            rp = self.config.get("replace_pods")
+            if not rp:
+                return False
+            if "first" in rp:
+                ok = self.replace_fired < int(rp["first"])
+            else:
+                ok = self.rng.random() < float(rp.get("rate", 1))
+            if ok:
+                self.replace_fired += 1
+                self.stats["pods_replaced"] += 1
+            return ok
+
+
+STATUS_OF = {500: ("InternalError", "Internal error occurred: injected fault"),
+             503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
+             504: ("Timeout", "the server was unable to return a response in the time allotted"),
+             429: ("TooManyRequests", "the server has received too many requests and has asked us to try again later")}
+
+
 class PodProcess:
     def __init__(self, popen, log_path):
         self.popen, self.log_path = popen, log_path
@@ -340,6 +452,8 @@ class Cluster:
         self.events = []  # (resourceVersion, type, plural, namespace, object)
         self.job_ports = {}  # job uid -> MASTER_PORT
         self.deny = set(args.deny or [])
+        self.faults = Faults()
+        self.state_epoch = None  # the last lose_state value acted on
         self.node_labels = dict(kv.split("=", 1) for kv in args.node_label)
         self.node_labels.setdefault("kubernetes.io/hostname", "fake-node")
         self.node_labels.setdefault("kubernetes.io/os", "linux")
@@ -628,7 +742,9 @@ class Cluster:
         subdomain = pod["spec"].get("subdomain")
         for e in container.get("env", []):
             if "value" in e:
-                val = e["value"]
+                # The kubelet expands $(NAME) against the variables defined
+                # before this one.
+                val = expand_vars(e["value"], env)
             elif "valueFrom" in e and "fieldRef" in e["valueFrom"]:
                 path = e["valueFrom"]["fieldRef"]["fieldPath"]
                 m = re.match(r"^metadata\.(annotations|labels)\['([^']+)'\]$", path)
@@ -653,7 +769,9 @@ class Cluster:
 
     def _start_pod(self, pod, job):
         c = pod["spec"]["containers"][0]
-        argv = list(c.get("command", [])) + list(c.get("args", []))
+        env = self._pod_env(pod, job, c)
+        # command and args are expanded against the container's whole env.
+        argv = [expand_vars(a, env) for a in list(c.get("command", [])) + list(c.get("args", []))]
         md = pod["metadata"]
         log_path = os.path.join(self.args.work_dir, "%s_%s.log" % (md["namespace"], md["name"]))
         cwd = c.get("workingDir")
@@ -662,7 +780,7 @@ class Cluster:
         status = pod["status"]
         with open(log_path, "wb") as log:
             try:
-                popen = subprocess.Popen(argv, env=self._pod_env(pod, job, c), cwd=cwd,
+                popen = subprocess.Popen(argv, env=env, cwd=cwd,
                                          stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as e:
@@ -684,9 +802,58 @@ class Cluster:
             "state": {"running": {"startedAt": now_rfc3339()}}, "lastState": {}}]
 
     # -- controller loop ------------------------------------------------------
+    def lose_state(self):
+        """Everything outside the system namespaces is gone, its pods killed."""
+        for key, proc in list(self.procs.items()):
+            if key[0] in ("kube-system", "kube-public"):
+                continue
+            try:
+                os.killpg(proc.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            del self.procs[key]
+        for key in list(self.objects):
+            if key[0] != "namespaces" and key[1] not in ("kube-system", "kube-public"):
+                self._remove(key)
+        self.faults.count("state_lost")
+
+    def replace_pods(self):
+        rp = self.faults.config.get("replace_pods")
+        if not rp:
+            return
+        index = str(rp.get("index", 0))
+        for (ns, name), proc in self.procs.items():
+            pod = self.objects.get(("pods", ns, name))
+            if pod is None or "_replace_checked" in pod or proc.popen.poll() is not None:
+                continue
+            if pod["metadata"].get("deletionTimestamp"):
+                continue
+            if pod["metadata"]["labels"].get("batch.kubernetes.io/job-completion-index") != index:
+                continue
+            started = pod.setdefault("_running_since", time.time())
+            if time.time() - started < float(rp.get("after", 0)):
+                continue
+            pod["_replace_checked"] = True
+            owner = (pod["metadata"].get("ownerReferences") or [{}])[0].get("uid")
+            job = next((o for (p, n, _), o in self.objects.items()
+                        if p == "jobs" and o["metadata"]["uid"] == owner), None)
+            if job is None or index in job.setdefault("_replaced", []):
+                continue  # only the first pod of an index is ever replaced
+            if self.faults.should_replace():
+                job["_replaced"].append(index)
+                try:
+                    os.killpg(proc.popen.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
     def tick(self):
         with self.lock:
             changed = False
+            epoch = self.faults.config.get("lose_state")
+            if epoch is not None and epoch != self.state_epoch:
+                self.lose_state()
+            self.state_epoch = epoch
+            self.replace_pods()
             for key, proc in list(self.procs.items()):
                 pod = self.objects.get(("pods",) + key)
                 code = proc.popen.poll()
@@ -852,6 +1019,36 @@ class Cluster:
         return body
 
 
+def expand_vars(text, env):
+    """Kubernetes' variable expansion of command, args and env values:
+    `$$` is a literal `$`; `$(NAME)` is NAME's value when NAME is defined,
+    else left as written; any other `$` (also an unclosed `$(`) stays."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "$" or i + 1 == n:
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            close = text.find(")", i + 2)
+            if close < 0:
+                out.append("$(")
+                i += 2
+            else:
+                name = text[i + 2:close]
+                out.append(env[name] if name in env else text[i:close + 1])
+                i = close + 1
+        else:
+            out.append("$" + nxt)
+            i += 2
+    return "".join(out)
+
+
 def compress_indexes(idx):
     out, i = [], 0
     while i < len(idx):
@@ -921,9 +1118,11 @@ class Handler(BaseHTTPRequestHandler):
             sys.stderr.write("fake_apiserver: " + (fmt % args) + "\n")
 
     # -- responses ------------------------------------------------------------
-    def send_json(self, code, obj):
+    def send_json(self, code, obj, headers=None):
         data = json.dumps(obj).encode()
         self.send_response(code)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -951,9 +1150,22 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
-    def read_body(self):
+    def read_raw_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or ""):
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
         n = int(self.headers.get("Content-Length") or 0)
-        data = self.rfile.read(n) if n else b""
+        return self.rfile.read(n) if n else b""
+
+    def read_body(self):
+        data = self.read_raw_body()
         if not data:
             return {}
         if "protobuf" in (self.headers.get("Content-Type") or ""):
@@ -989,13 +1201,53 @@ class Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
         parts = [p for p in url.path.split("/") if p]
         try:
+            if parts[:1] == ["_fake"]:
+                self.serve_fake_control(method, parts)
+                return
             if method == "GET" and self.serve_discovery(url.path, parts):
                 return
+            self.fault = self.cluster.faults.pick(method, url.path, parts[-1:] == ["log"])
+            self.apply_fault()
             self.serve_resource(method, parts, query)
         except ApiError as e:
-            self.send_json(e.code, e.body())
+            self.send_json(e.code, e.body(), e.headers)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def serve_fake_control(self, method, parts):
+        faults = self.cluster.faults
+        if method == "POST" and parts == ["_fake", "faults"]:
+            faults.set(self.read_body())
+            self.send_json(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                 "status": "Success"})
+        elif method == "GET" and parts == ["_fake", "stats"]:
+            with faults.lock:
+                self.send_json(200, dict(faults.stats))
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def apply_fault(self):
+        """Acts on the fault picked for this request (see Faults)."""
+        f, faults = self.fault, self.cluster.faults
+        if f is None or "log" in f:
+            return
+        if f.get("hang"):
+            faults.count("hang")
+            while not self.server.stopping:
+                time.sleep(0.1)
+            raise BrokenPipeError()
+        if f.get("delay"):
+            faults.count("delay")
+            time.sleep(float(f["delay"]))
+        code = f.get("_status")
+        if code:
+            faults.count("status")
+            # The request's body is read, so that the connection stays usable.
+            self.read_raw_body()
+            reason, message = STATUS_OF.get(int(code), ("InternalError", "injected fault"))
+            headers = {"Retry-After": str(f["retry_after"])} if "retry_after" in f else {}
+            raise ApiError(int(code), reason, message, {"retryAfterSeconds": f.get("retry_after", 0)},
+                           headers)
 
     def serve_discovery(self, path, parts):
         c = self.cluster
@@ -1152,7 +1404,20 @@ class Handler(BaseHTTPRequestHandler):
         follow = query.get("follow") in ("true", "1")
         cut = c.args.log_stream_max_seconds
         cut_at = time.time() + cut if (follow and cut > 0) else None
+        fault = getattr(self, "fault", None) or {}
+        if fault.get("log") == "fail":
+            c.faults.count("log_fail")
+            raise ApiError(500, "InternalError", "Internal error occurred: injected fault: "
+                           "the kubelet did not answer for the log of pod %s" % name)
         self.start_stream("text/plain")
+        if fault.get("log") == "truncate":
+            # Part of what is there now, cut mid-line, then the end.
+            c.faults.count("log_truncate")
+            with open(proc.log_path, "rb") as f:
+                data = f.read()
+            self.chunk(data[:len(data) // 2])
+            self.end_stream()
+            return
         with open(proc.log_path, "rb") as f:
             while True:
                 if cut_at and time.time() > cut_at:
@@ -1219,6 +1484,7 @@ def main():
                     help="cap on a pod's termination grace period (seconds)")
     ap.add_argument("--log-stream-max-seconds", type=float, default=0,
                     help="end every followed log stream after this long (tests reconnects)")
+    ap.add_argument("--faults", default=None, help="JSON file of faults to inject (see Faults)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     if args.work_dir is None:
@@ -1234,6 +1500,9 @@ def main():
     server = Server(("127.0.0.1", args.port), Handler, args.lifetime, args.verbose)
     args.port = server.server_address[1]
     cluster = Cluster(args)
+    if args.faults:
+        with open(args.faults) as f:
+            cluster.faults.set(json.load(f))
     Handler.cluster = cluster
     parent = os.getppid()
 

@@ -3,7 +3,10 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <dirent.h>
+
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -66,6 +69,37 @@ std::vector<std::string> FakeCluster::Names(const std::string& kinds, const std:
     if (!line.empty()) names.push_back(line);
   }
   return names;
+}
+
+void FakeCluster::SetFaults(const std::string& config) const {
+  auto out = Cli().Check({"create", "--raw", "/_fake/faults", "-f", "-"}, config);
+  if (!out.ok()) throw std::runtime_error(out.status().message());
+}
+
+std::string FakeCluster::FaultStats() const {
+  auto out = Cli().Check({"get", "--raw", "/_fake/stats"});
+  if (!out.ok()) throw std::runtime_error(out.status().message());
+  return *out;
+}
+
+std::vector<int> FakeCluster::KubectlProcesses() const {
+  std::vector<int> pids;
+  DIR* proc = opendir("/proc");
+  if (!proc) return pids;
+  while (dirent* e = readdir(proc)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find("kubectl") == std::string::npos || cmdline.find(kubeconfig_) == std::string::npos) continue;
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+    std::string st((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    size_t close = st.rfind(')');
+    if (close != std::string::npos && close + 2 < st.size() && st[close + 2] == 'Z') continue;  // a zombie
+    pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
 }
 
 }  // namespace tune::testing

@@ -27,6 +27,15 @@ class FakeCluster {
   std::vector<std::string> Names(const std::string& kinds, const std::string& sel) const;
   const std::string& dir() const { return dir_; }
 
+  // Replaces the server's fault injection (fake_apiserver.py, class Faults)
+  // with `config`, a JSON object; "{}" turns every fault off.
+  void SetFaults(const std::string& config) const;
+  // The counts of faults injected so far (GET /_fake/stats), as JSON text.
+  std::string FaultStats() const;
+  // Pids of live processes whose command line mentions this cluster's
+  // kubeconfig (kubectl children of a tune that should have ended them).
+  std::vector<int> KubectlProcesses() const;
+
  private:
   std::string dir_;
   std::string kubeconfig_;

@@ -138,6 +138,23 @@ TEST_CASE("a trial renders as a headless Service and an Indexed Job", "[k8s][ren
   CHECK(rank_entries == 1);  // the user's RANK does not override the index
 }
 
+TEST_CASE("every '$' in command and env values is doubled for Kubernetes' expansion", "[k8s][render]") {
+  CHECK(EscapeForKubernetesExpansion("") == "");
+  CHECK(EscapeForKubernetesExpansion("plain") == "plain");
+  CHECK(EscapeForKubernetesExpansion("$(HOME)") == "$$(HOME)");
+  CHECK(EscapeForKubernetesExpansion("$$(HOME)") == "$$$$(HOME)");
+  CHECK(EscapeForKubernetesExpansion("a$") == "a$$");
+  KubernetesOptions o;
+  o.image = "img";
+  LaunchSpec s = TwoWorkerSpec();
+  s.argv = {"train", "--tag", "$(SECRET)"};
+  s.env = {{"TUNE_PARAM_TAG", "$(SECRET)"}};
+  json list = json::parse(*RenderTrialManifests(o, s, "e-t0-a0"));
+  const json& c = list["items"][1]["spec"]["template"]["spec"]["containers"][0];
+  CHECK(c["command"] == json({"train", "--tag", "$$(SECRET)"}));
+  CHECK(EnvOf(c)["TUNE_PARAM_TAG"]["value"] == "$$(SECRET)");
+}
+
 TEST_CASE("optional fields are left out when not set", "[k8s][render]") {
   KubernetesOptions o;
   o.image = "img";

@@ -244,6 +244,12 @@ const BadCase kCases[] = {
     {R"({"backend": {"gpus": [0, 1, 0]}})", "backend.gpus[2]", "distinct GPU ids", "0"},
     {R"({"backend": {"gpus": [-1]}})", "backend.gpus[0]", "a GPU index", "-1"},
     {R"({"backend": {"gpus": ["GPU-1a2b"]}})", "backend.gpus[0]", "a GPU index", "\"GPU-1a2b\""},
+    // Once accepted here, then thrown out of std::stoi by `tune validate` and
+    // `tune run` (the local backend reads each as an int).
+    {R"({"backend": {"gpus": ["99999999999999999999"]}})", "backend.gpus[0]",
+     "a GPU index (an integer from 0 to 65535)", "\"99999999999999999999\""},
+    {R"({"backend": {"gpus": [3000000000]}})", "backend.gpus[0]", "a GPU index", "3000000000"},
+    {R"({"backend": {"gpus": ["0", "00"]}})", "backend.gpus[1]", "distinct GPU ids", "\"00\""},
     {R"({"backend": {"cpus": 2}, "trial": {"workers": 2, "resources_per_worker": {"cpu": 2}}})",
      "trial.resources_per_worker.cpu", "at most backend.cpus (2) / trial.workers (2)", "2"},
     {R"({"backend": {"gpus": [0]}, "trial": {"resources_per_worker": {"gpu": 2}}})",

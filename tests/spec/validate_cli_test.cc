@@ -220,7 +220,8 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
 }
 
 TEST_CASE("spec: tune validate names the GPUs and how many trials fit at once", "[spec][cli]") {
-  fs::path tmp = TempDir();
+  const TempDir scratch;
+  const fs::path& tmp = scratch.path;
   auto validate = [&](const std::string& resources, const std::string& backend) {
     fs::path file = tmp / "gpus.json";
     std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
@@ -248,7 +249,6 @@ TEST_CASE("spec: tune validate names the GPUs and how many trials fit at once", 
         std::string::npos);
   // What this machine has (nvidia-smi's list, none here without a GPU).
   CHECK(out.find("\n  GPUs        ") != std::string::npos);
-  fs::remove_all(tmp);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ json Expected(tune::Storage& storage, const tune::TrialRecord& rec) {
   auto reports = storage.ListTrialReports(rec.trial.id);
   REQUIRE(reports.ok());
   for (const auto& r : *reports) {
-    if (r.attempt != rec.trial.attempt) continue;
+    if (r.attempt != rec.trial.attempt || !r.excluded.empty()) continue;
     for (const auto& [tag, v] : r.report.values) scalars[tag].push_back({r.report.step, v});
   }
   json hparams = json::object();
@@ -65,9 +65,10 @@ TEST_CASE("tracking.tensorboard: TensorBoard reads every trial's scalars, params
   const std::string bin = kBin + "/synthetic_trial";
   // Every trial's first attempt fails at step 7 after one report (below the
   // first rung, so ASHA never judges it); the retry runs to the end unless
-  // ASHA stops it. TensorBoard must show only
+  // ASHA stops it, reporting past max_t (40): those reports are stored as
+  // excluded and must not reach TensorBoard either. TensorBoard must show only
   // the attempt the database counts.
-  const std::string args = " --lr ${lr} --lora-r ${lora_r} --optimizer ${optimizer} --steps 40 --report-every 5 "
+  const std::string args = " --lr ${lr} --lora-r ${lora_r} --optimizer ${optimizer} --steps 50 --report-every 5 "
                            "--sleep-ms 2 --seed ${trial_id}";
   const std::string script = "if [ -e \"${trial_dir}/tried\" ]; then exec " + bin + args +
                              "; else touch \"${trial_dir}/tried\"; exec " + bin + args + " --fail-at 7; fi";
@@ -125,6 +126,11 @@ TEST_CASE("tracking.tensorboard: TensorBoard reads every trial's scalars, params
   }
   CHECK(live.size() == 6);
   CHECK(pruned > 0);  // the case where a curve ends early is covered
+  int excluded = 0;  // and reports past max_t, stored but not counted
+  for (const auto& rec : *records) {
+    for (const auto& r : *(*storage)->ListTrialReports(rec.trial.id)) excluded += !r.excluded.empty();
+  }
+  CHECK(excluded > 0);
 
   SECTION("tune export tensorboard writes the same from the database") {
     Output ex = Sh(Tune("export tensorboard --db " + Quote(db) + " --out " + Quote((dir.path / "out").string())));

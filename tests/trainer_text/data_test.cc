@@ -59,6 +59,31 @@ TEST_CASE("text examples: every token is a target, eos appended", "[data]") {
   CHECK((*ex2)[0].ids == tok.Encode("Hello, world!"));
 }
 
+TEST_CASE("a Llama-2 frame (add_bos_token, add_eos_token): bos, one eos as a target", "[data]") {
+  std::string dir = std::string(TUNE_BIN_DIR) + "/../trainer_text_tmp/llama2_frame";
+  REQUIRE(std::system(("mkdir -p '" + dir + "'").c_str()) == 0);
+  {
+    std::ifstream in(kGolden + "llama2/tokenizer.json", std::ios::binary);
+    std::ofstream(dir + "/tokenizer.json", std::ios::binary) << in.rdbuf();
+  }
+  std::ofstream(dir + "/tokenizer_config.json") << R"({"add_bos_token": true, "add_eos_token": true,
+      "bos_token": "<s>", "eos_token": "</s>"})";
+  auto tok = Tokenizer::Load(dir + "/tokenizer.json");
+  REQUIRE(tok.ok());
+  std::string path = TmpFile("llama2_frame.jsonl", "{\"text\": \"Hello, world!\"}\n");
+  auto ex = LoadJsonl(path, *tok, DataOptions());
+  REQUIRE(ex.ok());
+  REQUIRE(ex->size() == 1);
+  std::vector<int32_t> want = {*tok->bos_id()};
+  std::vector<int32_t> body = tok->Encode("Hello, world!");
+  want.insert(want.end(), body.begin(), body.end());
+  want.push_back(*tok->eos_id());
+  CHECK((*ex)[0].ids == want);
+  std::vector<uint8_t> mask(want.size(), 1);
+  mask[0] = 0;
+  CHECK((*ex)[0].loss_mask == mask);
+}
+
 TEST_CASE("instruction examples: loss only on the response", "[data]") {
   Tokenizer tok = Tok();
   std::string path = TmpFile("inst.jsonl",

@@ -48,6 +48,22 @@ TEST_CASE("golden ids: Llama-3 regex, ignore_merges, TemplateProcessing", "[toke
   CheckVariant("llama3");
 }
 TEST_CASE("golden ids: Split behaviours, Digits, NFKC", "[tokenizer]") { CheckVariant("splits"); }
+TEST_CASE("golden ids: SentencePiece-style BPE, legacy Llama-2 layout", "[tokenizer]") {
+  CheckVariant("llama2");
+}
+TEST_CASE("golden ids: Metaspace prepend_scheme first (legacy=false layout)", "[tokenizer]") {
+  CheckVariant("llama2_first");
+}
+TEST_CASE("golden ids: Metaspace always + split, Metaspace decoder, NFKC", "[tokenizer]") {
+  CheckVariant("metaspace");
+}
+TEST_CASE("golden ids: Metaspace never", "[tokenizer]") { CheckVariant("metaspace_never"); }
+TEST_CASE("golden ids: byte fallback with missing bytes, fused unk", "[tokenizer]") {
+  CheckVariant("sp_unk");
+}
+TEST_CASE("golden ids: GGUF-converted byte-level BPE (byte_fallback, Sequence decoder)", "[tokenizer]") {
+  CheckVariant("gguf");
+}
 TEST_CASE("golden ids: bpe_train output read by tokenizers", "[tokenizer]") {
   CheckVariant("bpe_train");
 }
@@ -117,6 +133,38 @@ std::string WithField(const std::string& field, const nlohmann::json& value) {
   return j.dump();
 }
 
+TEST_CASE("tokenizer_config.json add_bos_token / add_eos_token set the special frame", "[tokenizer]") {
+  std::ifstream in(kGolden + "llama2/tokenizer.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto plain = LoadText(text.str());
+  REQUIRE(plain.ok());
+  const int32_t bos = *plain->TokenId("<s>"), eos = *plain->TokenId("</s>");
+  CHECK(plain->special_prefix() == std::vector<int32_t>{bos});  // the post-processor's
+  CHECK(plain->special_suffix().empty());
+
+  auto both = LoadText(text.str(), R"({"add_bos_token": true, "add_eos_token": true,
+                                       "bos_token": "<s>", "eos_token": {"content": "</s>"}})");
+  REQUIRE(both.ok());
+  std::vector<int32_t> body = plain->Encode("hi there");
+  std::vector<int32_t> framed = {bos};
+  framed.insert(framed.end(), body.begin(), body.end());
+  framed.push_back(eos);
+  CHECK(both->Encode("hi there", /*add_special=*/true) == framed);
+
+  auto none = LoadText(text.str(), R"({"add_bos_token": false})");
+  REQUIRE(none.ok());
+  CHECK(none->Encode("hi there", /*add_special=*/true) == body);
+
+  auto no_eos = LoadText(text.str(), R"({"add_eos_token": true, "eos_token": "<nope>"})");
+  REQUIRE_FALSE(no_eos.ok());
+  CHECK_THAT(no_eos.status().message(),
+             Catch::Contains("tokenizer_config.json: add_eos_token is true but eos_token"));
+  auto bad = LoadText(text.str(), R"({"add_bos_token": "yes"})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("add_bos_token: expected true or false"));
+}
+
 TEST_CASE("bad tokenizer files give errors naming the field", "[tokenizer]") {
   auto missing = Tokenizer::Load(kGolden + "no/such/tokenizer.json");
   CHECK(missing.status().IsNotFound());
@@ -134,7 +182,19 @@ TEST_CASE("bad tokenizer files give errors naming the field", "[tokenizer]") {
   std::vector<Case> cases = {
       {"model.type", "WordPiece", "model.type: \"WordPiece\" is not supported"},
       {"normalizer", J(R"({"type": "Lowercase"})"), "normalizer.type: \"Lowercase\" is not supported"},
-      {"pre_tokenizer", J(R"({"type": "Metaspace"})"), "pre_tokenizer.type: \"Metaspace\" is not supported"},
+      {"pre_tokenizer", J(R"({"type": "Whitespace"})"), "pre_tokenizer.type: \"Whitespace\" is not supported"},
+      {"pre_tokenizer", J(R"({"type": "Metaspace"})"), "pre_tokenizer.replacement: missing or not a string"},
+      {"pre_tokenizer", J(R"({"type": "Metaspace", "replacement": "ab"})"),
+       "pre_tokenizer.replacement: expected a single character"},
+      {"pre_tokenizer", J(R"({"type": "Metaspace", "replacement": "_", "prepend_scheme": "sometimes"})"),
+       "pre_tokenizer.prepend_scheme: \"sometimes\" is not supported"},
+      {"normalizer", J(R"({"type": "Sequence", "normalizers": [{"type": "Prepend"}]})"),
+       "normalizer.normalizers[0].prepend: missing or not a string"},
+      {"normalizer", J(R"({"type": "Replace", "pattern": {"Glob": "*"}, "content": "x"})"),
+       "normalizer.pattern: expected {\"Regex\": ...} or {\"String\": ...}"},
+      {"decoder", J(R"({"type": "Sequence", "decoders": [{"type": "Fuse"}, {"type": "Strip", "content": " ", "start": -1, "stop": 0}]})"),
+       "decoder.decoders[1].start: expected a non-negative integer"},
+      {"decoder", J(R"({"type": "Replace", "pattern": {"String": "x"}})"), "decoder.content: missing or not a string"},
       {"pre_tokenizer",
        J(R"({"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "(unclosed"}}]})"),
        "pre_tokenizer.pretokenizers[0].pattern: bad regex"},
@@ -146,7 +206,7 @@ TEST_CASE("bad tokenizer files give errors naming the field", "[tokenizer]") {
        "model.merges[0] (\"nosuchpiece\", \"x\"): \"nosuchpiece\" is not in model.vocab"},
       {"model.merges", J("[42]"), "model.merges[0]: expected"},
       {"model.vocab", J(R"({"a": "zero"})"), "model.vocab[\"a\"]"},
-      {"model.byte_fallback", true, "model.byte_fallback"},
+      {"model.unk_token", "<nope>", "model.unk_token \"<nope>\" is not in model.vocab"},
       {"added_tokens", J(R"([{"content": "x"}])"), "added_tokens[0]"},
   };
   for (const Case& c : cases) {
@@ -200,7 +260,7 @@ TEST_CASE("random bytes: ill-formed UTF-8 is replaced as Python and Rust do", "[
   // golden/bytes.json: random byte strings; ids are tokenizers' encoding of
   // bytes.decode("utf-8", errors="replace").
   nlohmann::json golden = ReadJson(kGolden + "bytes.json");
-  for (const std::string name : {"llama3", "qwen2"}) {
+  for (const std::string name : {"llama3", "qwen2", "llama2", "sp_unk"}) {
     auto tok = Tokenizer::Load(kGolden + name + "/tokenizer.json");
     REQUIRE(tok.ok());
     REQUIRE(golden[name].size() >= 100);

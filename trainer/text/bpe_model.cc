@@ -1,5 +1,7 @@
 #include "trainer/text/bpe_model.h"
 
+#include <cstdio>
+#include <cstring>
 #include <queue>
 
 #include "trainer/text/byte_level.h"
@@ -19,6 +21,12 @@ Result<BpeModel> BpeModel::Build(std::unordered_map<std::string, int32_t> vocab,
                                      "\" is not in model.vocab");
     }
     m.unk_id_ = it->second;
+  }
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    auto it = m.vocab_.find(name);
+    m.byte_ids_[b] = it == m.vocab_.end() ? -1 : it->second;
   }
   size_t prefix_len = m.options_.continuing_subword_prefix.size();
   m.merges_.reserve(merges.size() * 2);
@@ -43,7 +51,9 @@ BpeModel::BpeModel(BpeModel&& other) noexcept
     : vocab_(std::move(other.vocab_)),
       merges_(std::move(other.merges_)),
       options_(std::move(other.options_)),
-      unk_id_(other.unk_id_) {}
+      unk_id_(other.unk_id_) {
+  std::memcpy(byte_ids_, other.byte_ids_, sizeof(byte_ids_));
+}
 
 std::optional<int32_t> BpeModel::TokenId(std::string_view token) const {
   auto it = vocab_.find(std::string(token));
@@ -98,22 +108,37 @@ void BpeModel::Merge(std::string_view piece, std::vector<int32_t>* ids) const {
     chars.emplace_back(pos, n);
     pos += n;
   }
-  bool pending_unk = false;
+  // As tokenizers' BPE::merge_word: an unknown character is held back as a
+  // pending unk (grown in place with fuse_unk) and emitted before the next
+  // known character; byte-fallback tokens do not flush it.
+  int32_t pending_unk = -1;
+  std::string s;
   for (size_t i = 0; i < chars.size(); ++i) {
-    std::string s;
+    s.clear();
     if (i > 0) s = options_.continuing_subword_prefix;
     s.append(piece.substr(chars[i].first, chars[i].second));
     if (i + 1 == chars.size()) s.append(options_.end_of_word_suffix);
     auto it = vocab_.find(s);
     if (it != vocab_.end()) {
+      if (pending_unk >= 0) symbols.push_back({pending_unk, 0, 0, true});
+      pending_unk = -1;
       symbols.push_back({it->second, 0, 0, true});
-      pending_unk = false;
-    } else if (unk_id_) {
-      if (options_.fuse_unk && pending_unk) continue;
-      symbols.push_back({*unk_id_, 0, 0, true});
-      pending_unk = true;
+      continue;
+    }
+    if (options_.byte_fallback) {
+      bool all = true;
+      for (unsigned char c : s) all = all && byte_ids_[c] >= 0;
+      if (all) {
+        for (unsigned char c : s) symbols.push_back({byte_ids_[c], 0, 0, true});
+        continue;
+      }
+    }
+    if (unk_id_) {
+      if (pending_unk >= 0 && !options_.fuse_unk) symbols.push_back({pending_unk, 0, 0, true});
+      pending_unk = *unk_id_;
     }
   }
+  if (pending_unk >= 0) symbols.push_back({pending_unk, 0, 0, true});
   int n = static_cast<int>(symbols.size());
   for (int i = 0; i < n; ++i) {
     symbols[i].prev = i - 1;

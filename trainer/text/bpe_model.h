@@ -26,6 +26,9 @@ struct BpeOptions {
   std::string end_of_word_suffix;
   bool fuse_unk = false;
   bool ignore_merges = false;  // a piece that is a whole vocab entry skips merging
+  // A character without a vocab entry becomes the <0xNN> tokens of its UTF-8
+  // bytes when all of them are in the vocab (SentencePiece-style BPE).
+  bool byte_fallback = false;
 };
 
 class BpeModel {
@@ -38,7 +41,9 @@ class BpeModel {
   BpeModel(BpeModel&& other) noexcept;
 
   // Appends the ids of `piece` to *ids. Characters without a vocab entry
-  // become unk_token if there is one, else are dropped (as `tokenizers`).
+  // become their <0xNN> byte tokens (byte_fallback), else unk_token if there
+  // is one (consecutive ones fused with fuse_unk), else are dropped (as
+  // `tokenizers`).
   void Tokenize(std::string_view piece, std::vector<int32_t>* ids) const;
 
   std::optional<int32_t> TokenId(std::string_view token) const;
@@ -60,6 +65,7 @@ class BpeModel {
   std::unordered_map<uint64_t, MergeTarget> merges_;
   BpeOptions options_;
   std::optional<int32_t> unk_id_;
+  int32_t byte_ids_[256];  // byte_fallback: id of "<0xNN>", or -1
 
   // Hashing for lookups by string_view without building a std::string.
   struct StringHash {

@@ -14,7 +14,7 @@
 namespace tune::text {
 
 struct BpeTrainer::State {
-  Normalizer normalizer{std::vector<NormalForm>{NormalForm::kNfc}};
+  Normalizer normalizer{std::vector<NormalizerStep>{{NormalizerStep::Kind::kNormalForm, NormalForm::kNfc, "", nullptr}}};
   PreTokenizer pre_tokenizer;
   std::unordered_map<std::string, int64_t> word_counts;  // byte-level form
   int64_t bytes = 0;

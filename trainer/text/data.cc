@@ -181,8 +181,13 @@ Result<std::vector<Example>> LoadJsonl(const std::string& path, const Tokenizer&
       append(tok.Encode(FillPrompt(tmpl.prompt, *instruction, input.value_or(""))), 0);
       append(tok.Encode(*response + tmpl.after_response), 1);
     }
-    if (opt.append_eos && tok.eos_id()) append({*tok.eos_id()}, 1);
-    append(tok.special_suffix(), 0);
+    std::vector<int32_t> suffix = tok.special_suffix();
+    if (opt.append_eos && tok.eos_id()) {
+      append({*tok.eos_id()}, 1);
+      // A suffix that is itself eos (add_eos_token) is that same eos.
+      if (!suffix.empty() && suffix.front() == *tok.eos_id()) suffix.erase(suffix.begin());
+    }
+    append(suffix, 0);
     if (ex.ids.size() > seq_len) {
       ex.ids.resize(seq_len);
       ex.loss_mask.resize(seq_len);

@@ -35,9 +35,20 @@ std::string Apply(std::string_view text, NormalForm form) {
 }  // namespace
 
 std::string Normalizer::Normalize(std::string_view text) const {
-  if (steps_.empty() || IsAscii(text)) return std::string(text);
   std::string s(text);
-  for (NormalForm f : steps_) s = Apply(s, f);
+  for (const NormalizerStep& step : steps_) {
+    switch (step.kind) {
+      case NormalizerStep::Kind::kNormalForm:
+        if (!IsAscii(s)) s = Apply(s, step.form);  // ASCII is in every normal form
+        break;
+      case NormalizerStep::Kind::kPrepend:
+        if (!s.empty()) s.insert(0, step.content);
+        break;
+      case NormalizerStep::Kind::kReplace:
+        s = step.pattern->ReplaceAll(s, step.content);
+        break;
+    }
+  }
   return s;
 }
 

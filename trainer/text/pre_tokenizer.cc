@@ -1,10 +1,6 @@
 #include "trainer/text/pre_tokenizer.h"
 
 #include <algorithm>
-#include <cctype>
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 
 #include "trainer/text/byte_level.h"
 
@@ -12,68 +8,6 @@ namespace tune::text {
 
 const char kGpt2SplitPattern[] =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
-// ---------------------------------------------------------------------------
-// Regex
-
-Result<std::shared_ptr<const Regex>> Regex::Compile(const std::string& pattern, bool literal) {
-  uint32_t options = PCRE2_UTF | PCRE2_UCP;
-  std::string source = pattern;
-  if (literal) {
-    // PCRE2_LITERAL excludes PCRE2_UCP: escape instead.
-    source.clear();
-    for (char c : pattern) {
-      unsigned char u = static_cast<unsigned char>(c);
-      if (u < 0x80 && !std::isalnum(u)) source.push_back('\\');
-      source.push_back(c);
-    }
-  }
-  int error = 0;
-  PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
-                                   options, &error, &offset, nullptr);
-  if (code == nullptr) {
-    PCRE2_UCHAR buf[256];
-    pcre2_get_error_message(error, buf, sizeof(buf));
-    return Status::InvalidArgument("bad regex /" + pattern + "/ at offset " +
-                                   std::to_string(offset) + ": " +
-                                   reinterpret_cast<const char*>(buf));
-  }
-  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if JIT is absent
-  return std::shared_ptr<const Regex>(new Regex(code));
-}
-
-Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
-
-void Regex::FindAll(std::string_view s, std::vector<std::pair<size_t, size_t>>* matches) const {
-  auto* code = static_cast<pcre2_code*>(code_);
-  // Match data is per call: a Regex is shared between threads.
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
-  auto subject = reinterpret_cast<PCRE2_SPTR>(s.data());
-  size_t start = 0;
-  while (start <= s.size()) {
-    int rc = pcre2_match(code, subject, s.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
-      // Very long runs (e.g. megabytes of spaces) overflow the JIT stack.
-      rc = pcre2_match(code, subject, s.size(), start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md,
-                       nullptr);
-    }
-    if (rc < 0) break;  // PCRE2_ERROR_NOMATCH (or a resource limit: treat as no match)
-    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-    size_t b = ov[0], e = ov[1];
-    if (e == b) {
-      // Empty match: skip one code point.
-      if (b >= s.size()) break;
-      size_t next = b + 1;
-      while (next < s.size() && (static_cast<unsigned char>(s[next]) & 0xC0) == 0x80) ++next;
-      start = next;
-      continue;
-    }
-    matches->emplace_back(b, e);
-    start = e;
-  }
-  pcre2_match_data_free(md);
-}
 
 // ---------------------------------------------------------------------------
 // Split behaviours, as tokenizers' NormalizedString::split.
@@ -163,38 +97,70 @@ std::vector<std::pair<size_t, size_t>> ApplyBehavior(const std::vector<Span>& sp
 
 }  // namespace
 
-void PreTokenizer::Split(std::string_view text, std::vector<std::string>* pieces) const {
-  std::vector<std::string> current;
-  current.emplace_back(text);
-  std::vector<std::string> next;
+void PreTokenizer::Split(std::string_view text, std::vector<std::string>* pieces,
+                         bool at_text_start) const {
+  struct Piece {
+    std::string text;
+    bool at_start;  // begins the whole input
+  };
+  std::vector<Piece> current;
+  current.push_back({std::string(text), at_text_start});
+  std::vector<Piece> next;
+  std::vector<std::pair<size_t, size_t>> ranges;
   for (const PreTokenizerStep& step : steps_) {
     next.clear();
-    for (std::string& piece : current) {
-      if (piece.empty()) continue;
-      if (step.kind == PreTokenizerStep::Kind::kByteLevel) {
-        if (step.add_prefix_space && (piece.empty() || piece[0] != ' ')) piece.insert(0, " ");
-        std::vector<std::pair<size_t, size_t>> ranges;
-        if (step.regex) {
-          ranges = ApplyBehavior(FindSpans(*step.regex, piece, false), SplitBehavior::kIsolated);
-        } else {
-          ranges.emplace_back(0, piece.size());
+    for (Piece& piece : current) {
+      std::string& s = piece.text;
+      if (s.empty()) continue;
+      ranges.clear();
+      switch (step.kind) {
+        case PreTokenizerStep::Kind::kByteLevel: {
+          if (step.add_prefix_space && s[0] != ' ') s.insert(0, " ");
+          if (step.regex) {
+            ranges = ApplyBehavior(FindSpans(*step.regex, s, false), SplitBehavior::kIsolated);
+          } else {
+            ranges.emplace_back(0, s.size());
+          }
+          for (auto [b, e] : ranges) {
+            if (b == e) continue;
+            std::string mapped;
+            ByteLevelEncode(std::string_view(s).substr(b, e - b), &mapped);
+            next.push_back({std::move(mapped), piece.at_start && b == 0});
+          }
+          continue;
         }
-        for (auto [b, e] : ranges) {
-          if (b == e) continue;
-          std::string mapped;
-          ByteLevelEncode(std::string_view(piece).substr(b, e - b), &mapped);
-          next.push_back(std::move(mapped));
+        case PreTokenizerStep::Kind::kMetaspace: {
+          std::string replaced;
+          replaced.reserve(s.size() + step.replacement.size());
+          for (char c : s) {
+            if (c == ' ') replaced.append(step.replacement);
+            else replaced.push_back(c);
+          }
+          s.swap(replaced);
+          bool starts = s.compare(0, step.replacement.size(), step.replacement) == 0;
+          if (!starts && (step.prepend_scheme == PrependScheme::kAlways ||
+                          (step.prepend_scheme == PrependScheme::kFirst && piece.at_start))) {
+            s.insert(0, step.replacement);
+          }
+          if (step.regex) {
+            ranges = ApplyBehavior(FindSpans(*step.regex, s, false), SplitBehavior::kMergedWithNext);
+          } else {
+            ranges.emplace_back(0, s.size());
+          }
+          break;
         }
-      } else {
-        for (auto [b, e] : ApplyBehavior(FindSpans(*step.regex, piece, step.invert), step.behavior)) {
-          if (b != e) next.emplace_back(piece, b, e - b);
-        }
+        case PreTokenizerStep::Kind::kSplit:
+          ranges = ApplyBehavior(FindSpans(*step.regex, s, step.invert), step.behavior);
+          break;
+      }
+      for (auto [b, e] : ranges) {
+        if (b != e) next.push_back({s.substr(b, e - b), piece.at_start && b == 0});
       }
     }
     current.swap(next);
   }
-  for (std::string& p : current) {
-    if (!p.empty()) pieces->push_back(std::move(p));
+  for (Piece& p : current) {
+    if (!p.text.empty()) pieces->push_back(std::move(p.text));
   }
 }
 

@@ -1,6 +1,6 @@
 // PreTokenizer: splits normalized text into the pieces BPE encodes one by
 // one, as a tokenizer.json `pre_tokenizer` describes (Split with a regex,
-// ByteLevel, Digits, or a Sequence of them). Regexes are PCRE2 in UTF + UCP
+// ByteLevel, Digits, Metaspace, or a Sequence of them). Regexes are PCRE2 in UTF + UCP
 // mode with JIT, so \p{L}, \p{N}, (?i:...) and \s+(?!\S) behave as in the
 // Oniguruma engine `tokenizers` uses. Internal to lora_text.
 //
@@ -13,39 +13,31 @@
 #include <utility>
 #include <vector>
 
+#include "trainer/text/regex.h"
 #include "tuner/core/status.h"
 
 namespace tune::text {
 
-// A compiled PCRE2 pattern.
-class Regex {
- public:
-  // `literal`: the pattern is a plain string (Split's {"String": ...}).
-  // InvalidArgument with PCRE2's message and offset on a bad pattern.
-  static Result<std::shared_ptr<const Regex>> Compile(const std::string& pattern, bool literal);
-  ~Regex();
-  Regex(const Regex&) = delete;
-  Regex& operator=(const Regex&) = delete;
-
-  // Non-overlapping matches [begin, end) of the pattern in valid UTF-8 `s`,
-  // left to right (an empty match advances by one code point).
-  void FindAll(std::string_view s, std::vector<std::pair<size_t, size_t>>* matches) const;
-
- private:
-  explicit Regex(void* code) : code_(code) {}
-  void* code_;  // pcre2_code_8*
-};
-
 // `tokenizers`' SplitDelimiterBehavior.
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 
+// Metaspace's prepend_scheme: when the replacement is put before a piece
+// that does not start with it.
+enum class PrependScheme { kAlways, kFirst, kNever };
+
 struct PreTokenizerStep {
-  enum class Kind { kSplit, kByteLevel };
+  enum class Kind { kSplit, kByteLevel, kMetaspace };
   Kind kind = Kind::kSplit;
-  std::shared_ptr<const Regex> regex;  // kSplit; kByteLevel with use_regex
+  // kSplit; kByteLevel with use_regex; kMetaspace with split (the
+  // replacement as a literal, split MergedWithNext).
+  std::shared_ptr<const Regex> regex;
   SplitBehavior behavior = SplitBehavior::kIsolated;
   bool invert = false;
   bool add_prefix_space = false;  // kByteLevel
+  std::string replacement;        // kMetaspace: every ' ' becomes this (e.g. "▁")
+  PrependScheme prepend_scheme = PrependScheme::kAlways;  // kMetaspace
+  // kFirst prepends only to the piece that starts the input text, i.e. not
+  // after an added token (tokenizers: original offset 0).
 };
 
 // GPT-2's pre-tokenization pattern (ByteLevel with use_regex = true).
@@ -58,7 +50,9 @@ class PreTokenizer {
 
   // Appends the pieces of `text` to *pieces (no empty pieces). Pieces that
   // went through a ByteLevel step are in byte-level form ("Ġthe").
-  void Split(std::string_view text, std::vector<std::string>* pieces) const;
+  // `at_text_start`: `text` begins the whole input (Metaspace kFirst).
+  void Split(std::string_view text, std::vector<std::string>* pieces,
+             bool at_text_start = true) const;
 
  private:
   std::vector<PreTokenizerStep> steps_;

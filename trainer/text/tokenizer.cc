@@ -15,9 +15,11 @@ void Tokenizer::Impl::EncodeText(std::string_view text, std::vector<int32_t>* id
   std::vector<Segment> raw;
   added.Split(input, /*normalized=*/false, &raw);
   std::vector<std::string> pieces;
+  bool at_start = true;  // the segment begins the input (Metaspace "first")
   for (Segment& seg : raw) {
     if (seg.id >= 0) {
       ids->push_back(seg.id);
+      at_start = false;
       continue;
     }
     // 2. Normalize, then added tokens that match the normalized text.
@@ -26,11 +28,13 @@ void Tokenizer::Impl::EncodeText(std::string_view text, std::vector<int32_t>* id
     for (Segment& n : norm) {
       if (n.id >= 0) {
         ids->push_back(n.id);
+        at_start = false;
         continue;
       }
       // 3. Pre-tokenize and run BPE on every piece.
       pieces.clear();
-      pre_tokenizer.Split(n.text, &pieces);
+      pre_tokenizer.Split(n.text, &pieces, at_start);
+      at_start = false;
       for (const std::string& p : pieces) model->Tokenize(p, ids);
     }
   }
@@ -64,23 +68,15 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special) 
 }
 
 std::string Tokenizer::Decode(const std::vector<int32_t>& ids) const {
-  std::string bytes;
-  bool first = true;
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
   for (int32_t id : ids) {
     if (id < 0 || id >= impl_->vocab_size) continue;
     const std::string& tok = impl_->id_to_token[id];
     if (tok.empty() && !impl_->id_is_added[id]) continue;  // a hole in the id space
-    if (impl_->byte_level_decoder) {
-      // As tokenizers' ByteLevel decoder: a token whose every character is
-      // in the byte map becomes those bytes, any other token its own UTF-8.
-      if (!ByteLevelDecode(tok, &bytes)) bytes.append(tok);
-    } else {
-      if (!first) bytes.push_back(' ');
-      bytes.append(tok);
-    }
-    first = false;
+    tokens.push_back(tok);
   }
-  return LossyUtf8(bytes);
+  return LossyUtf8(impl_->decoder.Decode(std::move(tokens)));
 }
 
 int32_t Tokenizer::vocab_size() const { return impl_->vocab_size; }

@@ -1,17 +1,23 @@
-// Tokenizer: a Hugging Face `tokenizer.json` with a byte-level BPE model (the
-// GPT-2 / Qwen2 / Llama-3 family), encode and decode. No libtorch.
+// Tokenizer: a Hugging Face `tokenizer.json` with a BPE model, encode and
+// decode: byte-level BPE (GPT-2, Qwen2, Llama-3, SmolLM2) and
+// SentencePiece-style BPE with byte fallback (Llama-2, Mistral, TinyLlama).
+// No libtorch.
 //
 // Supported (anything else is an InvalidArgument naming the JSON field):
-//   normalizer     null | NFC | NFD | NFKC | NFKD | Sequence of those (utf8proc)
+//   normalizer     null | NFC | NFD | NFKC | NFKD (utf8proc) | Prepend{prepend}
+//                  | Replace{pattern {Regex|String}, content} | Sequence of those
 //   pre_tokenizer  null | ByteLevel{add_prefix_space, use_regex}
 //                  | Split{pattern {Regex|String}, behavior, invert} (PCRE2, UTF+UCP)
-//                  | Digits{individual_digits} | Sequence of those
+//                  | Digits{individual_digits}
+//                  | Metaspace{replacement, prepend_scheme, split} | Sequence of those
 //   model          BPE{vocab, merges ("a b" or ["a","b"]), ignore_merges,
-//                  continuing_subword_prefix, end_of_word_suffix, unk_token}
+//                  continuing_subword_prefix, end_of_word_suffix, unk_token,
+//                  fuse_unk, byte_fallback (<0xNN> tokens)}
 //   added_tokens   matched before normalization and pre-tokenization
 //                  (leftmost-longest; lstrip, rstrip, single_word, normalized)
 //   post_processor null | ByteLevel | TemplateProcessing | Sequence of those
-//   decoder        null | ByteLevel
+//   decoder        null | ByteLevel | Replace | ByteFallback | Fuse | Strip
+//                  | Metaspace | Sequence of those
 //   truncation, padding: ignored (LoadJsonl truncates; the trainer pads)
 // Encode() yields exactly the ids of `tokenizers`' `encode(text,
 // add_special_tokens=add_special).ids` (checked against golden fixtures).
@@ -36,7 +42,9 @@ class Tokenizer {
  public:
   // Reads and validates `tokenizer_json_path`. If a `tokenizer_config.json`
   // sits next to it, its eos_token / bos_token / pad_token name the special
-  // ids; otherwise well-known names are looked up (see eos_id()).
+  // ids (otherwise well-known names are looked up, see eos_id()), and its
+  // add_bos_token / add_eos_token, where present, replace the
+  // post-processor's prefix / suffix with [bos] / [eos] or nothing.
   // NotFound if the file is missing; InvalidArgument for bad JSON or an
   // unsupported feature, naming the field (e.g. `pre_tokenizer.type`).
   static Result<Tokenizer> Load(const std::string& tokenizer_json_path);

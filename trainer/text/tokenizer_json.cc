@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer/text/byte_level.h"
+
 namespace tune::text {
 
 using nlohmann::json;
@@ -37,22 +39,65 @@ class Parser {
     return it != j.end() && it->is_boolean() ? it->get<bool>() : dflt;
   }
 
-  Status ParseNormalizer(const json& j, const std::string& field, std::vector<NormalForm>* out) const {
+  // A Split / Replace `pattern`: {"Regex": "..."} or {"String": "..."}.
+  Result<std::shared_ptr<const Regex>> Pattern(const json& j, const std::string& field) const {
+    auto pat = j.find("pattern");
+    if (pat != j.end() && pat->is_object()) {
+      auto re = pat->find("Regex");
+      auto str = pat->find("String");
+      bool literal = str != pat->end() && str->is_string();
+      if ((re != pat->end() && re->is_string()) || literal) {
+        auto compiled = Regex::Compile((literal ? *str : *re).get<std::string>(), literal);
+        if (!compiled.ok()) return Error(field + ".pattern", compiled.status().message());
+        return compiled;
+      }
+    }
+    return Error(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
+  }
+
+  Result<std::string> String(const json& j, const char* key, const std::string& field) const {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return Error(field + "." + key, "missing or not a string");
+    return it->get<std::string>();
+  }
+
+  // A JSON string holding exactly one character (a Rust `char` in tokenizers).
+  Result<std::string> Char(const json& j, const char* key, const std::string& field) const {
+    TUNE_ASSIGN_OR_RETURN(std::string c, String(j, key, field));
+    char32_t cp;
+    bool valid;
+    if (c.empty() || DecodeUtf8(c, 0, &cp, &valid) != c.size()) {
+      return Error(field + "." + key, "expected a single character, got \"" + c + "\"");
+    }
+    return c;
+  }
+
+  Status ParseNormalizer(const json& j, const std::string& field, std::vector<NormalizerStep>* out) const {
     if (j.is_null()) return Status::Ok();
     TUNE_ASSIGN_OR_RETURN(std::string type, Type(j, field));
-    if (type == "NFC") out->push_back(NormalForm::kNfc);
-    else if (type == "NFD") out->push_back(NormalForm::kNfd);
-    else if (type == "NFKC") out->push_back(NormalForm::kNfkc);
-    else if (type == "NFKD") out->push_back(NormalForm::kNfkd);
-    else if (type == "Sequence") {
+    NormalizerStep step;
+    if (type == "NFC") step.form = NormalForm::kNfc;
+    else if (type == "NFD") step.form = NormalForm::kNfd;
+    else if (type == "NFKC") step.form = NormalForm::kNfkc;
+    else if (type == "NFKD") step.form = NormalForm::kNfkd;
+    else if (type == "Prepend") {
+      step.kind = NormalizerStep::Kind::kPrepend;
+      TUNE_ASSIGN_OR_RETURN(step.content, String(j, "prepend", field));
+    } else if (type == "Replace") {
+      step.kind = NormalizerStep::Kind::kReplace;
+      TUNE_ASSIGN_OR_RETURN(step.pattern, Pattern(j, field));
+      TUNE_ASSIGN_OR_RETURN(step.content, String(j, "content", field));
+    } else if (type == "Sequence") {
       const json& list = j.value("normalizers", json::array());
       if (!list.is_array()) return Error(field + ".normalizers", "expected an array");
       for (size_t i = 0; i < list.size(); ++i) {
         TUNE_RETURN_IF_ERROR(ParseNormalizer(list[i], field + ".normalizers[" + std::to_string(i) + "]", out));
       }
+      return Status::Ok();
     } else {
-      return Unsupported(field + ".type", type, "NFC, NFD, NFKC, NFKD, Sequence, null");
+      return Unsupported(field + ".type", type, "NFC, NFD, NFKC, NFKD, Prepend, Replace, Sequence, null");
     }
+    out->push_back(std::move(step));
     return Status::Ok();
   }
 
@@ -68,22 +113,7 @@ class Parser {
         TUNE_ASSIGN_OR_RETURN(step.regex, Regex::Compile(kGpt2SplitPattern, false));
       }
     } else if (type == "Split") {
-      auto pat = j.find("pattern");
-      if (pat == j.end() || !pat->is_object()) return Error(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
-      std::string pattern;
-      bool literal;
-      if (pat->contains("Regex") && (*pat)["Regex"].is_string()) {
-        pattern = (*pat)["Regex"].get<std::string>();
-        literal = false;
-      } else if (pat->contains("String") && (*pat)["String"].is_string()) {
-        pattern = (*pat)["String"].get<std::string>();
-        literal = true;
-      } else {
-        return Error(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
-      }
-      auto re = Regex::Compile(pattern, literal);
-      if (!re.ok()) return Error(field + ".pattern", re.status().message());
-      step.regex = *re;
+      TUNE_ASSIGN_OR_RETURN(step.regex, Pattern(j, field));
       std::string behavior = j.value("behavior", std::string("Isolated"));
       if (behavior == "Isolated") step.behavior = SplitBehavior::kIsolated;
       else if (behavior == "Removed") step.behavior = SplitBehavior::kRemoved;
@@ -96,6 +126,19 @@ class Parser {
       bool individual = Bool(j, "individual_digits", false);
       TUNE_ASSIGN_OR_RETURN(step.regex, Regex::Compile("\\p{N}", false));
       step.behavior = individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
+    } else if (type == "Metaspace") {
+      step.kind = PreTokenizerStep::Kind::kMetaspace;
+      TUNE_ASSIGN_OR_RETURN(step.replacement, Char(j, "replacement", field));
+      std::string scheme = j.value("prepend_scheme", std::string("always"));
+      if (scheme == "always") step.prepend_scheme = PrependScheme::kAlways;
+      else if (scheme == "first") step.prepend_scheme = PrependScheme::kFirst;
+      else if (scheme == "never") step.prepend_scheme = PrependScheme::kNever;
+      else return Unsupported(field + ".prepend_scheme", scheme, "always, first, never");
+      // Files from before prepend_scheme: add_prefix_space false means never.
+      if (!Bool(j, "add_prefix_space", true)) step.prepend_scheme = PrependScheme::kNever;
+      if (Bool(j, "split", true)) {
+        TUNE_ASSIGN_OR_RETURN(step.regex, Regex::Compile(step.replacement, /*literal=*/true));
+      }
     } else if (type == "Sequence") {
       const json& list = j.value("pretokenizers", json::array());
       if (!list.is_array()) return Error(field + ".pretokenizers", "expected an array");
@@ -104,7 +147,7 @@ class Parser {
       }
       return Status::Ok();
     } else {
-      return Unsupported(field + ".type", type, "ByteLevel, Split, Digits, Sequence, null");
+      return Unsupported(field + ".type", type, "ByteLevel, Split, Digits, Metaspace, Sequence, null");
     }
     out->push_back(std::move(step));
     return Status::Ok();
@@ -152,21 +195,57 @@ class Parser {
     return Status::Ok();
   }
 
-  Status ParseDecoder(const json& j, const std::string& field, bool* byte_level) const {
+  Status ParseDecoder(const json& j, const std::string& field, std::vector<DecoderStep>* out) const {
     if (j.is_null()) return Status::Ok();
     TUNE_ASSIGN_OR_RETURN(std::string type, Type(j, field));
+    DecoderStep step;
     if (type == "ByteLevel") {
-      *byte_level = true;
+      step.kind = DecoderStep::Kind::kByteLevel;
+    } else if (type == "Replace") {
+      step.kind = DecoderStep::Kind::kReplace;
+      TUNE_ASSIGN_OR_RETURN(step.pattern, Pattern(j, field));
+      TUNE_ASSIGN_OR_RETURN(step.content, String(j, "content", field));
+    } else if (type == "ByteFallback") {
+      step.kind = DecoderStep::Kind::kByteFallback;
+    } else if (type == "Fuse") {
+      step.kind = DecoderStep::Kind::kFuse;
+    } else if (type == "Strip") {
+      step.kind = DecoderStep::Kind::kStrip;
+      TUNE_ASSIGN_OR_RETURN(step.content, Char(j, "content", field));
+      for (auto [key, dst] : {std::pair<const char*, size_t*>{"start", &step.start}, {"stop", &step.stop}}) {
+        auto it = j.find(key);
+        if (it == j.end() || !it->is_number_unsigned()) {
+          return Error(field + "." + key, "expected a non-negative integer");
+        }
+        *dst = it->get<size_t>();
+      }
+    } else if (type == "Metaspace") {
+      step.kind = DecoderStep::Kind::kMetaspace;
+      TUNE_ASSIGN_OR_RETURN(step.content, Char(j, "replacement", field));
+      std::string scheme = j.value("prepend_scheme", std::string("always"));
+      if (scheme != "always" && scheme != "first" && scheme != "never") {
+        return Unsupported(field + ".prepend_scheme", scheme, "always, first, never");
+      }
+      step.strip_first = scheme != "never" && Bool(j, "add_prefix_space", true);
+    } else if (type == "Sequence") {
+      const json& list = j.value("decoders", json::array());
+      if (!list.is_array()) return Error(field + ".decoders", "expected an array");
+      for (size_t i = 0; i < list.size(); ++i) {
+        TUNE_RETURN_IF_ERROR(ParseDecoder(list[i], field + ".decoders[" + std::to_string(i) + "]", out));
+      }
       return Status::Ok();
+    } else {
+      return Unsupported(field + ".type", type,
+                         "ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence, null");
     }
-    return Unsupported(field + ".type", type, "ByteLevel, null");
+    out->push_back(std::move(step));
+    return Status::Ok();
   }
 
   Result<BpeModel> ParseModel(const json& j) const {
     if (!j.is_object()) return Error("model", "expected an object");
     std::string type = j.value("type", std::string("BPE"));
     if (type != "BPE") return Unsupported("model.type", type, "BPE");
-    if (Bool(j, "byte_fallback", false)) return Unsupported("model.byte_fallback", "true", "false");
     auto dropout = j.find("dropout");
     if (dropout != j.end() && !dropout->is_null() && dropout->is_number() && dropout->get<double>() > 0) {
       return Error("model.dropout", "BPE dropout is not supported (expected null)");
@@ -210,6 +289,7 @@ class Parser {
     opt.end_of_word_suffix = str_or_null("end_of_word_suffix").value_or("");
     opt.fuse_unk = Bool(j, "fuse_unk", false);
     opt.ignore_merges = Bool(j, "ignore_merges", false);
+    opt.byte_fallback = Bool(j, "byte_fallback", false);
     auto model = BpeModel::Build(std::move(vocab), merges, std::move(opt));
     if (!model.ok()) return Status::InvalidArgument(origin_ + ": " + model.status().message());
     return model;
@@ -264,9 +344,9 @@ Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view jso
   Parser p(origin);
   auto impl = std::make_shared<Tokenizer::Impl>();
 
-  std::vector<NormalForm> forms;
-  TUNE_RETURN_IF_ERROR(p.ParseNormalizer(j.value("normalizer", json()), "normalizer", &forms));
-  impl->normalizer = Normalizer(std::move(forms));
+  std::vector<NormalizerStep> norm_steps;
+  TUNE_RETURN_IF_ERROR(p.ParseNormalizer(j.value("normalizer", json()), "normalizer", &norm_steps));
+  impl->normalizer = Normalizer(std::move(norm_steps));
   std::vector<PreTokenizerStep> steps;
   TUNE_RETURN_IF_ERROR(p.ParsePreTokenizer(j.value("pre_tokenizer", json()), "pre_tokenizer", &steps));
   impl->pre_tokenizer = PreTokenizer(std::move(steps));
@@ -275,7 +355,9 @@ Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view jso
   impl->model.emplace(std::move(model));
   TUNE_RETURN_IF_ERROR(p.ParsePostProcessor(j.value("post_processor", json()), "post_processor",
                                             &impl->prefix, &impl->suffix));
-  TUNE_RETURN_IF_ERROR(p.ParseDecoder(j.value("decoder", json()), "decoder", &impl->byte_level_decoder));
+  std::vector<DecoderStep> decoder_steps;
+  TUNE_RETURN_IF_ERROR(p.ParseDecoder(j.value("decoder", json()), "decoder", &decoder_steps));
+  impl->decoder = Decoder(std::move(decoder_steps));
   // "truncation" and "padding" are ignored: the data loader truncates to
   // seq_len and the trainer pads batches itself.
 
@@ -326,7 +408,33 @@ Status ApplyTokenizerConfig(const std::string& config_path, Tokenizer::Impl* imp
   } catch (const json::exception& e) {
     return Status::InvalidArgument(config_path + ": not valid JSON: " + e.what());
   }
-  if (cfg.is_object()) ResolveSpecialIds(cfg, impl);
+  if (!cfg.is_object()) return Status::Ok();
+  ResolveSpecialIds(cfg, impl);
+  // add_bos_token / add_eos_token decide the special prefix / suffix where
+  // given (transformers rebuilds the post-processor from them). A
+  // chat_template is not applied: the data loader has no chat format.
+  struct Flag {
+    const char* key;
+    const char* token_key;
+    std::optional<int32_t> id;
+    std::vector<int32_t>* ids;
+  };
+  for (const Flag& f : {Flag{"add_bos_token", "bos_token", impl->bos, &impl->prefix},
+                        Flag{"add_eos_token", "eos_token", impl->eos, &impl->suffix}}) {
+    auto it = cfg.find(f.key);
+    if (it == cfg.end() || it->is_null()) continue;
+    if (!it->is_boolean()) {
+      return Status::InvalidArgument(config_path + ": " + f.key + ": expected true or false");
+    }
+    if (!it->get<bool>()) {
+      f.ids->clear();
+    } else if (!f.id) {
+      return Status::InvalidArgument(config_path + ": " + f.key + " is true but " + f.token_key +
+                                     " is not set or not in the vocabulary");
+    } else {
+      *f.ids = {*f.id};
+    }
+  }
   return Status::Ok();
 }
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Makes the tokenizer golden fixtures for tests/trainer_text.
 
-Needs Hugging Face `tokenizers` (pip) and, for the bpe_train check, a built
-bpe_train. Not needed to run the tests: its output is committed.
+Needs Hugging Face `tokenizers` and, for the bpe_train check, a built
+bpe_train. Not needed to run the tests: its output is committed. Run it
+through make_golden.sh, which makes a venv with the pinned `tokenizers`:
 
-    python3 make_golden.py --bpe-train BUILD/bin/bpe_train
+    tests/trainer_text/golden/make_golden.sh --bpe-train BUILD/bin/bpe_train
 
 Writes, next to this script:
   corpus.txt               training text (Debian fortunes + a few multilingual lines)
@@ -17,6 +18,22 @@ Writes, next to this script:
                  TemplateProcessing with <|begin_of_text|>
       splits     Split behaviours (Removed, MergedWithPrevious/Next,
                  Contiguous, invert) and Digits
+  SentencePiece-style BPE (Llama-2 / Mistral / TinyLlama): <unk> <s> </s>, the
+  256 <0xNN> byte tokens, then pieces learned over Metaspace words with a
+  small alphabet (so emoji, CJK and Hangul take the byte fallback):
+      llama2     legacy layout: Prepend("▁") + Replace(" ", "▁") normalizer, no
+                 pre-tokenizer, byte_fallback, fuse_unk, decoder
+                 Sequence[Replace, ByteFallback, Fuse, Strip], <s> $A
+      llama2_first  legacy=false layout: Metaspace(prepend_scheme first,
+                 split false), no normalizer (an added token ends "first")
+      metaspace  Metaspace(always, split true) with the Metaspace decoder, NFKC,
+                 a user-added normalized token
+      metaspace_never  Metaspace(never, split true), Metaspace decoder
+      sp_unk     only the ASCII <0xNN> tokens: other characters become a fused
+                 <unk> (with bytes around it)
+      gguf       what transformers writes when converting a GGUF byte-level BPE
+                 (SmolLM2): byte_fallback and fuse_unk on a ByteLevel BPE,
+                 decoder Sequence[ByteFallback, Fuse, Replace, ByteLevel]
   bpe_train/tokenizer.json our bpe_train's output on corpus.txt (loaded by
                  `tokenizers` here: the check that HF reads it)
   ids.json                 for every variant and string: ids without and with
@@ -68,6 +85,11 @@ STRINGS = [
     " ",
     "\n",
     "fortune: Q: How many programmers does it take to change a light bulb?",
+    "\u2581already\u2581meta\u2581\u2581spaced \u2581",
+    "<0x41> is text, not a byte token; <unk> and <s>bos</s> are special",
+    "<s>",
+    "  two leading spaces and a trailing one ",
+    "tail emoji \U0001F600",
 ]
 
 
@@ -108,6 +130,45 @@ def make_corpus(path):
              "\n안녕하세요 세계 한국어 문장입니다. 😀 🎉 日本語 中文\n")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text + extra * 3)
+
+
+SP = "\u2581"
+SP_SPECIALS = ["<unk>", "<s>", "</s>"]
+
+
+def train_sp(corpus, vocab_size, bytes_kept=256):
+    """SentencePiece-style vocab and merges: a BPE learned over Metaspace
+    words, laid out as Llama-2's (specials, <0xNN> byte tokens, pieces)."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SP, prepend_scheme="always", split=True)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, limit_alphabet=70, show_progress=False)
+    tok.train([corpus], trainer)
+    learned = json.loads(tok.to_str())["model"]
+    vocab = {t: i for i, t in enumerate(SP_SPECIALS)}
+    for b in range(bytes_kept):
+        vocab["<0x%02X>" % b] = len(vocab)
+    for t, _ in sorted(learned["vocab"].items(), key=lambda kv: kv[1]):
+        vocab.setdefault(t, len(vocab))
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in learned["merges"]]
+    return vocab, merges
+
+
+def sp_tokenizer(vocab, merges, normalizer, pre_tokenizer, decoder, bos=True):
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", fuse_unk=True,
+                               byte_fallback=True))
+    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in SP_SPECIALS])
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoder
+    if bos:
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                           special_tokens=[("<s>", vocab["<s>"])])
+    return tok
+
+
+def llama_decoder():
+    return decoders.Sequence([decoders.Replace(SP, " "), decoders.ByteFallback(), decoders.Fuse(),
+                              decoders.Strip(" ", 1, 0)])
 
 
 def train_base(corpus, vocab_size, pre_tokenizer, special_tokens):
@@ -192,6 +253,44 @@ def main():
         single="$A <|endoftext|>", special_tokens=[("<|endoftext|>", 0)])
     variants["splits"] = save(splits, "splits")
 
+    vocab, merges = train_sp(corpus, 900)
+    variants["llama2"] = save(sp_tokenizer(
+        vocab, merges, normalizers.Sequence([normalizers.Prepend(SP), normalizers.Replace(" ", SP)]),
+        None, llama_decoder()), "llama2")
+    variants["llama2_first"] = save(sp_tokenizer(
+        vocab, merges, None, pre_tokenizers.Metaspace(replacement=SP, prepend_scheme="first", split=False),
+        llama_decoder()), "llama2_first")
+    meta = sp_tokenizer(vocab, merges, normalizers.NFKC(),
+                        pre_tokenizers.Metaspace(replacement=SP, prepend_scheme="always", split=True),
+                        decoders.Sequence([decoders.ByteFallback(),
+                                           decoders.Metaspace(replacement=SP, prepend_scheme="always")]),
+                        bos=False)
+    meta.add_tokens([AddedToken("hello world", normalized=True)])
+    variants["metaspace"] = save(meta, "metaspace")
+    variants["metaspace_never"] = save(sp_tokenizer(
+        vocab, merges, None, pre_tokenizers.Metaspace(replacement=SP, prepend_scheme="never", split=True),
+        decoders.Metaspace(replacement=SP, prepend_scheme="never"), bos=False), "metaspace_never")
+    vocab_ascii, merges_ascii = train_sp(corpus, 800, bytes_kept=128)
+    variants["sp_unk"] = save(sp_tokenizer(
+        vocab_ascii, merges_ascii, normalizers.Sequence([normalizers.Prepend(SP), normalizers.Replace(" ", SP)]),
+        None, llama_decoder()), "sp_unk")
+
+    # transformers' GGUF converter on a byte-level BPE (tokenizer.ggml.model
+    # "gpt2", architecture llama): the Llama converter's BPE options and
+    # decoder around a ByteLevel pre-tokenizer.
+    gguf_base = json.loads(variants["gpt2"].to_str())
+    gguf = Tokenizer(models.BPE(vocab=gguf_base["model"]["vocab"],
+                                merges=[tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1))
+                                        for m in gguf_base["model"]["merges"]],
+                                unk_token="<|endoftext|>", fuse_unk=True, byte_fallback=True))
+    gguf.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in SPECIALS[:3]])
+    gguf.normalizer = normalizers.Sequence([])
+    gguf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=True)
+    gguf.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Fuse(), decoders.Replace(SP, " "),
+                                      decoders.ByteLevel(add_prefix_space=False, trim_offsets=False,
+                                                         use_regex=True)])
+    variants["gguf"] = save(gguf, "gguf")
+
     if args.bpe_train:
         out = os.path.join(HERE, "bpe_train", "tokenizer.json")
         os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -230,7 +329,7 @@ def main():
              b"<|begin", b"\xff", b"\xc3", b"\xe2\x82", b"\xf0\x9f", b"\x80", b"\xed\xa0\x80",
              b"\xc0\xaf", b"\x00", b"\xf4\x90\x80\x80"]
     byte_cases = {}
-    for name in ["llama3", "qwen2"]:
+    for name in ["llama3", "qwen2", "llama2", "sp_unk"]:
         tok = variants[name]
         cases = []
         for _ in range(150):

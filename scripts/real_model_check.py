@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+"""The Python side of scripts/check-real-model.sh (runs in its venv).
+
+    real_model_check.py convert --gguf FILE.gguf --out DIR
+    real_model_check.py check --model DIR --build BUILD --work DIR [--skip-speed] [--speed-only]
+    real_model_check.py hf-train --model DIR --data FILE --targets q_proj,v_proj ...   (one speed run)
+
+convert: transformers reads the GGUF (dequantized to float32) and writes a
+  Hugging Face folder: config.json, model.safetensors, tokenizer.json,
+  tokenizer_config.json.
+check: compares lora_train with transformers (+ PEFT) on that folder:
+  1. tokenizer ids and decodes (build/bin/tokenize against the `tokenizers`
+     backend) on varied texts and one long text;
+  2. base eval loss (lora_train --max-steps 0) against transformers';
+  3. a short LoRA training with lora_train, its adapter loaded with
+     PeftModel.from_pretrained: PEFT's eval loss against lora_train's;
+  4. tokens/s and peak RSS of lora_train and transformers + PEFT, 2 threads,
+     batch 4, r 8: q,v on short examples, all 7 projections on short
+     examples, q,v on 256-token texts (unless --skip-speed).
+  Prints a summary and writes WORK/results.json. Exit 1 if a comparison fails.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ALL7 = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+LICENSES = ["Apache-2.0", "Artistic", "BSD", "GFDL-1.3", "GPL-2", "GPL-3", "LGPL-2.1", "LGPL-3", "MPL-2.0"]
+
+TEXTS = [
+    "Hello, world!",
+    "The quick brown fox jumps over the lazy dog.",
+    "  leading and trailing   spaces   ",
+    "tabs\tand\nnewlines\n\n\nand\r\nCRLF",
+    "   \n  \n\t\t \n",
+    "x          y",
+    "numbers 1234567 and 3.14159, 2026-11-22, 42nd, 1,000,000",
+    "punctuation!!! ??? ... --- (parens) [brackets] {braces} @#$%^&*",
+    "I'M SURE it's what they'd've WANTED, y'all'll see",
+    "emoji: \U0001F600\U0001F389\U0001F44D\U0001F3FD family \U0001F468\u200d\U0001F469\u200d\U0001F467",
+    "Korean: \uc548\ub155\ud558\uc138\uc694, \uc138\uacc4!",
+    "Mixed \u4e2d\u6587 and English \u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8",
+    "Caf\u00e9, na\u00efve, r\u00e9sum\u00e9 \u2014 e\u0301 vs \u00e9, \u212b",
+    "\u00a0non-breaking\u2003em space\u3000ideographic",
+    "def f(x):\n    return x**2  # comment\n",
+    "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n",
+    "<|endoftext|>special tokens in text<|endoftext|>",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "",
+    " ",
+    "\n",
+    "\u2581metaspace\u2581char and <0x41> byte-token text",
+    "Ελληνικά, русский текст, עברית, العربية, हिन्दी",
+    "https://example.com/path?query=1&x=y#frag",
+    "snake_case_names and camelCaseNames and CONSTANT_NAMES",
+    "tab\tseparated\tvalues\t1\t2\t3",
+    "    four leading spaces",
+    "trailing newline\n",
+    "math: \u2211 x\u00b2 \u2264 \u221e, \u03c0 \u2248 3.14",
+    "zero\u200bwidth and soft\u00adhyphen",
+]
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def license_text():
+    parts = []
+    for name in LICENSES:
+        p = os.path.join("/usr/share/common-licenses", name)
+        if os.path.exists(p):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                parts.append(f.read())
+    return "\n\n".join(parts)
+
+
+def long_text():
+    """The tokenizer check's long text: the licenses plus, where the Debian
+    `fortunes` package is installed, some of its cookie files."""
+    parts = [license_text()]
+    for name in ["computers", "science", "linux", "wisdom"]:
+        p = os.path.join("/usr/share/games/fortunes", name)
+        if os.path.exists(p):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                parts.append(f.read())
+    return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# convert
+
+def cmd_convert(args):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    d, f = os.path.split(os.path.abspath(args.gguf))
+    tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
+    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
+    tmp = args.out + ".tmp"
+    model.save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    if os.path.exists(args.out):
+        import shutil
+        shutil.rmtree(args.out)
+    os.replace(tmp, args.out)
+    print("converted", args.gguf, "->", args.out)
+
+
+# ---------------------------------------------------------------------------
+# data
+
+def make_data(work, hf_tok):
+    """Writes the check's data sets into `work`:
+    eval.jsonl   16 text examples of about 300 tokens (cut to 256)
+    long.jsonl   64 text examples of about 300 tokens (cut to 256), training
+    short.jsonl  96 instruction examples of 20-70 tokens."""
+    text = license_text()
+    paras = [p.strip() for p in re.split(r"\n\s*\n", text) if len(p.strip()) > 40]
+    # Texts of ~300 tokens: consecutive paragraphs joined.
+    chunks, cur = [], ""
+    for p in paras:
+        cur = (cur + "\n\n" + p) if cur else p
+        if len(hf_tok(cur, add_special_tokens=False).input_ids) >= 300:
+            chunks.append(cur)
+            cur = ""
+    write_jsonl(os.path.join(work, "eval.jsonl"), [{"text": c} for c in chunks[:16]])
+    write_jsonl(os.path.join(work, "long.jsonl"), [{"text": c} for c in chunks[16:80]])
+    sentences = [s.strip() for s in re.split(r"(?<=[.;:])\s+", " ".join(text.split())) if 60 < len(s) < 260]
+    short = []
+    for s in sentences[:96]:
+        words = s.split()
+        half = len(words) // 2
+        short.append({"instruction": "Continue the sentence: " + " ".join(words[:half]),
+                      "response": " ".join(words[half:])})
+    write_jsonl(os.path.join(work, "short.jsonl"), short)
+    return len(chunks)
+
+
+def example_ids(hf_tok, row, seq_len):
+    """ids and loss mask of one JSONL row, as lora_train's data loader builds
+    them: [prefix] prompt response eos [suffix], loss on response + eos."""
+    eos = hf_tok.eos_token_id
+    probe = hf_tok("x", add_special_tokens=True).input_ids
+    plain = hf_tok("x", add_special_tokens=False).input_ids
+    k = probe.index(plain[0]) if plain and plain[0] in probe else 0
+    prefix, suffix = probe[:k], probe[k + len(plain):]
+    if suffix and suffix[0] == eos:
+        suffix = suffix[1:]
+    ids, mask = list(prefix), [0] * len(prefix)
+    if "text" in row:
+        t = hf_tok(row["text"], add_special_tokens=False).input_ids
+        ids += t
+        mask += [1] * len(t)
+    else:
+        prompt = "### Instruction:\n" + row["instruction"] + "\n\n### Response:\n"
+        p = hf_tok(prompt, add_special_tokens=False).input_ids
+        r = hf_tok(row["response"], add_special_tokens=False).input_ids
+        ids += p + r
+        mask += [0] * len(p) + [1] * len(r)
+    ids.append(eos)
+    mask.append(1)
+    ids += suffix
+    mask += [0] * len(suffix)
+    return ids[:seq_len], mask[:seq_len]
+
+
+def batch_tensors(examples, pad_id):
+    import torch
+    T = max(2, max(len(i) for i, _ in examples))
+    ids = torch.full((len(examples), T), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), T), -100, dtype=torch.long)
+    attn = torch.zeros((len(examples), T), dtype=torch.long)
+    for b, (i, m) in enumerate(examples):
+        ids[b, :len(i)] = torch.tensor(i)
+        attn[b, :len(i)] = 1
+        labels[b, :len(i)] = torch.tensor([t if mm else -100 for t, mm in zip(i, m)])
+    return ids, attn, labels
+
+
+def loss_sum(model, ids, attn, labels):
+    import torch
+    logits = model(input_ids=ids, attention_mask=attn).logits.float()
+    shift_logits = logits[:, :-1].reshape(-1, logits.shape[-1])
+    shift_labels = labels[:, 1:].reshape(-1)
+    n = int((shift_labels != -100).sum())
+    return torch.nn.functional.cross_entropy(shift_logits, shift_labels, ignore_index=-100, reduction="sum"), n
+
+
+def hf_eval_loss(model, hf_tok, rows, seq_len):
+    import torch
+    total, count = 0.0, 0
+    model.eval()
+    with torch.no_grad():
+        for row in rows:  # one at a time: no padding involved
+            ids, attn, labels = batch_tensors([example_ids(hf_tok, row, seq_len)], hf_tok.eos_token_id)
+            s, n = loss_sum(model, ids, attn, labels)
+            total += float(s.double())
+            count += n
+    return total / count
+
+
+# ---------------------------------------------------------------------------
+# lora_train runs
+
+def run_with_rss(cmd, env=None):
+    import tempfile
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return p.returncode, out.read(), err.read(), usage.ru_maxrss / 1024.0
+
+
+def lora_train(build, args, env):
+    cmd = [os.path.join(build, "bin", "lora_train")] + args
+    rc, out, err, rss = run_with_rss(cmd, env)
+    if rc != 0:
+        sys.exit("lora_train failed (%d): %s\n%s" % (rc, " ".join(cmd), err[-3000:]))
+    return out, rss
+
+
+def metric_lines(out):
+    rows = []
+    for line in out.splitlines():
+        if line.startswith("step="):
+            rows.append(dict(kv.split("=", 1) for kv in line.split()))
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# transformers + PEFT training speed (one process per run, for its own RSS)
+
+def cmd_hf_train(args):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    hf_tok = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    model = get_peft_model(model, LoraConfig(r=args.r, lora_alpha=2 * args.r, lora_dropout=0.05,
+                                             target_modules=args.targets.split(","), task_type="CAUSAL_LM"))
+    model.train()
+    rows = read_jsonl(args.data)
+    examples = [example_ids(hf_tok, r, args.seq_len) for r in rows]
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, weight_decay=0.0)
+    tokens = seconds = 0.0
+    losses = []
+    for step in range(args.steps):
+        batch = [examples[(step * args.batch + i) % len(examples)] for i in range(args.batch)]
+        t0 = time.perf_counter()
+        ids, attn, labels = batch_tensors(batch, hf_tok.eos_token_id)
+        s, n = loss_sum(model, ids, attn, labels)
+        (s / max(1, n)).backward()
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
+        opt.step()
+        opt.zero_grad()
+        dt = time.perf_counter() - t0
+        losses.append(float(s.detach()) / max(1, n))
+        if step >= args.skip:
+            tokens += sum(len(i) for i, _ in batch)
+            seconds += dt
+    print("RESULT " + json.dumps({"tokens_per_s": tokens / seconds, "loss_first": losses[0],
+                                  "loss_last": losses[-1], "torch": torch.__version__,
+                                  "mkl": torch.backends.mkl.is_available()}))
+
+
+def hf_speed(model_dir, data, targets, steps, skip, seq_len, threads):
+    cmd = [sys.executable, os.path.abspath(__file__), "hf-train", "--model", model_dir, "--data", data,
+           "--targets", targets, "--steps", str(steps), "--skip", str(skip), "--seq-len", str(seq_len),
+           "--threads", str(threads)]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    rc, out, err, rss = run_with_rss(cmd, env)
+    if rc != 0:
+        sys.exit("hf-train failed: " + err[-3000:])
+    r = json.loads([l for l in out.splitlines() if l.startswith("RESULT ")][-1][7:])
+    r["peak_rss_mib"] = rss
+    return r
+
+
+def lt_speed(build, model_dir, data, targets, steps, skip, seq_len, threads, work, name):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out_dir = os.path.join(work, "speed-" + name)
+    subprocess.run(["rm", "-rf", out_dir], check=True)
+    out, rss = lora_train(build, ["--base", model_dir, "--data", data, "--eval-data", os.path.join(work, "eval.jsonl"),
+                                  "--eval-max-examples", "1", "--max-steps", str(steps), "--log-every", str(skip),
+                                  "--eval-every", "0", "--batch-size", "4", "--seq-len", str(seq_len),
+                                  "--lora-r", "8", "--lora-alpha", "16", "--lora-dropout", "0.05",
+                                  "--target-modules", targets, "--lr", "1e-4", "--schedule", "constant",
+                                  "--threads", str(threads), "--output", out_dir, "--no-auto-resume"], env)
+    rows = metric_lines(out)
+    # Windows after the first `skip` steps (the first one holds the warm-up).
+    later = [float(r["tokens_per_s"]) for r in rows[1:] if float(r["tokens_per_s"]) > 0]
+    subprocess.run(["rm", "-rf", out_dir], check=True)
+    return {"tokens_per_s": sum(later) / len(later), "windows": later, "peak_rss_mib": rss}
+
+
+# ---------------------------------------------------------------------------
+# check
+
+def cmd_check(args):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    torch.set_num_threads(args.threads)
+    work = args.work
+    os.makedirs(work, exist_ok=True)
+    results = {"model": args.model}
+    failures = []
+    hf_tok = AutoTokenizer.from_pretrained(args.model)
+    backend = hf_tok.backend_tokenizer
+    n_chunks = make_data(work, hf_tok)
+    results["data"] = {"long_texts": n_chunks}
+
+    if not args.speed_only:
+        # 1. Tokenizer.
+        long = long_text()
+        texts = TEXTS + [long]
+        write_jsonl(os.path.join(work, "texts.jsonl"), [{"text": t} for t in texts])
+        mism = []
+        total_tokens = 0
+        for special in (False, True):
+            cmd = [os.path.join(args.build, "bin", "tokenize"), "--tokenizer",
+                   os.path.join(args.model, "tokenizer.json"), "--in", os.path.join(work, "texts.jsonl")]
+            if special:
+                cmd.append("--add-special")
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
+            for t, line in zip(texts, out):
+                got = json.loads(line)
+                want = hf_tok(t, add_special_tokens=special).input_ids
+                want_dec = backend.decode(want, skip_special_tokens=False)
+                if not special:
+                    total_tokens += len(want)
+                if got["ids"] != want or (not special and got["decoded"] != want_dec):
+                    mism.append({"text": t[:80], "special": special, "ids": got["ids"][:40], "want": want[:40],
+                                 "decoded": got["decoded"][:80], "want_decoded": want_dec[:80]})
+        results["tokenizer"] = {"texts": len(texts), "tokens": total_tokens, "long_text_tokens":
+                                len(hf_tok(long, add_special_tokens=False).input_ids),
+                                "mismatches": len(mism), "first_mismatches": mism[:3]}
+        if mism:
+            failures.append("tokenizer: %d of %d texts differ" % (len(mism), 2 * len(texts)))
+        print("tokenizer:", json.dumps(results["tokenizer"], ensure_ascii=False)[:400], flush=True)
+
+        # 2. Base eval loss.
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+        common = ["--base", args.model, "--eval-data", os.path.join(work, "eval.jsonl"), "--seq-len", "256",
+                  "--batch-size", "4", "--threads", str(args.threads), "--metric-digits", "10", "--no-auto-resume"]
+        out, rss = lora_train(args.build, common + ["--data", os.path.join(work, "short.jsonl"), "--max-steps", "0",
+                                                    "--output", os.path.join(work, "base")], env)
+        lt_base = float(metric_lines(out)[-1]["eval_loss"])
+        base_model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+        eval_rows = read_jsonl(os.path.join(work, "eval.jsonl"))
+        hf_base = hf_eval_loss(base_model, hf_tok, eval_rows, 256)
+        results["base_eval_loss"] = {"lora_train": lt_base, "transformers": hf_base,
+                                     "abs_diff": abs(lt_base - hf_base), "lora_train_peak_rss_mib": rss}
+        print("base eval loss:", json.dumps(results["base_eval_loss"]), flush=True)
+        if not abs(lt_base - hf_base) <= 1e-4 * max(1.0, abs(hf_base)):
+            failures.append("base eval loss: lora_train %.8f, transformers %.8f" % (lt_base, hf_base))
+
+        # 3. A short LoRA training; PEFT loads the adapter.
+        from peft import PeftModel
+        adapter = os.path.join(work, "adapter")
+        subprocess.run(["rm", "-rf", adapter], check=True)
+        out, _ = lora_train(args.build, common + ["--data", os.path.join(work, "long.jsonl"), "--max-steps", "8",
+                                                  "--lr", "1e-3", "--lora-r", "8", "--lora-alpha", "16",
+                                                  "--lora-dropout", "0.05", "--target-modules", ALL7,
+                                                  "--eval-every", "0", "--output", adapter], env)
+        lt_lora = float(metric_lines(out)[-1]["eval_loss"])
+        peft_model = PeftModel.from_pretrained(base_model, adapter)
+        hf_lora = hf_eval_loss(peft_model, hf_tok, eval_rows, 256)
+        results["lora_eval_loss"] = {"lora_train": lt_lora, "peft": hf_lora, "abs_diff": abs(lt_lora - hf_lora),
+                                     "base": hf_base, "steps": 8, "targets": ALL7}
+        print("LoRA eval loss:", json.dumps(results["lora_eval_loss"]), flush=True)
+        if not abs(lt_lora - hf_lora) <= 1e-4 * max(1.0, abs(hf_lora)):
+            failures.append("LoRA eval loss: lora_train %.8f, PEFT %.8f" % (lt_lora, hf_lora))
+        if not hf_lora < hf_base - 1e-3:
+            failures.append("LoRA training did not lower the eval loss (%.6f -> %.6f)" % (hf_base, hf_lora))
+        del peft_model, base_model
+
+    # 4. Speed.
+    if not args.skip_speed:
+        workloads = [("short_qv", "short.jsonl", "q_proj,v_proj", args.short_steps, args.short_skip),
+                     ("short_all7", "short.jsonl", ALL7, args.short_steps, args.short_skip),
+                     ("text256_qv", "long.jsonl", "q_proj,v_proj", args.long_steps, args.long_skip)]
+        speed = {}
+        for rep in range(args.repeats):
+            for name, data, targets, steps, skip in workloads:
+                d = os.path.join(work, data)
+                lt = lt_speed(args.build, args.model, d, targets, steps, skip, 256, args.threads, work, name)
+                hf = hf_speed(args.model, d, targets, steps, skip, 256, args.threads)
+                speed.setdefault(name, []).append({"lora_train": lt, "hf_peft": hf})
+                print("speed %-11s rep %d: lora_train %7.1f tokens/s (%6.0f MiB)   transformers+PEFT %7.1f tokens/s "
+                      "(%6.0f MiB)   ratio %.2f" % (name, rep + 1, lt["tokens_per_s"], lt["peak_rss_mib"],
+                                                     hf["tokens_per_s"], hf["peak_rss_mib"],
+                                                     lt["tokens_per_s"] / hf["tokens_per_s"]), flush=True)
+        results["speed"] = speed
+        results["speed_env"] = {"threads": args.threads, "batch": 4, "r": 8, "torch": torch.__version__,
+                                "mkl": torch.backends.mkl.is_available(), "nproc": os.cpu_count(),
+                                "loadavg_end": os.getloadavg()}
+
+    with open(os.path.join(work, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, ensure_ascii=False)
+    print(json.dumps({k: v for k, v in results.items() if k != "speed"}, indent=1, ensure_ascii=False))
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print("real-model check passed" + (" (speed only)" if args.speed_only else ""))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("convert")
+    c.add_argument("--gguf", required=True)
+    c.add_argument("--out", required=True)
+    k = sub.add_parser("check")
+    k.add_argument("--model", required=True)
+    k.add_argument("--build", required=True)
+    k.add_argument("--work", required=True)
+    k.add_argument("--threads", type=int, default=2)
+    k.add_argument("--skip-speed", action="store_true")
+    k.add_argument("--speed-only", action="store_true")
+    k.add_argument("--repeats", type=int, default=1)
+    k.add_argument("--short-steps", type=int, default=16)
+    k.add_argument("--short-skip", type=int, default=4)
+    k.add_argument("--long-steps", type=int, default=6)
+    k.add_argument("--long-skip", type=int, default=2)
+    h = sub.add_parser("hf-train")
+    h.add_argument("--model", required=True)
+    h.add_argument("--data", required=True)
+    h.add_argument("--targets", required=True)
+    h.add_argument("--steps", type=int, required=True)
+    h.add_argument("--skip", type=int, required=True)
+    h.add_argument("--seq-len", type=int, default=256)
+    h.add_argument("--threads", type=int, default=2)
+    h.add_argument("--batch", type=int, default=4)
+    h.add_argument("--r", type=int, default=8)
+    args = ap.parse_args()
+    if args.cmd == "convert":
+        cmd_convert(args)
+        return 0
+    if args.cmd == "hf-train":
+        cmd_hf_train(args)
+        return 0
+    return cmd_check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

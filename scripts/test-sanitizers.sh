@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the test suite with AddressSanitizer + UndefinedBehaviorSanitizer
+# (gcc, ./build-asan) and runs it through CTest; every program the tests
+# start (tune, synthetic_trial, bpe_train) is instrumented too, and any
+# report fails the test that caused it. With --tsan, also builds the local
+# backend and the tuner with ThreadSanitizer (./build-tsan) and runs their
+# tests (the backend's output reader threads, the tuner's loop).
+# Usage: scripts/test-sanitizers.sh [--with-torch] [--tsan]
+#   --with-torch  also the libtorch trainer and its tests (slow); by default
+#                 the build is -DTUNE_WITH_TORCH=OFF
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+torch=OFF
+tsan=0
+for a in "$@"; do
+  case "$a" in
+    --with-torch) torch=ON ;;
+    --tsan) tsan=1 ;;
+    *) echo "test-sanitizers.sh: unknown option '$a' (expected --with-torch or --tsan)" >&2; exit 2 ;;
+  esac
+done
+
+jobs=${TUNE_BUILD_JOBS:-2}
+test_jobs=${TUNE_TEST_JOBS:-2}
+# -O1 with line tables: the sanitizers' usual setting, and much quicker to
+# build than -O2 -g.
+common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+        -DTUNE_BUILD_BENCH=OFF)
+
+# halt_on_error: the first report ends the program with a non-zero exit;
+# detect_leaks: leaks are errors too.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+cmake -S . -B build-asan "${common[@]}" -DTUNE_WITH_TORCH=$torch \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+cmake --build build-asan -j "$jobs"
+(cd build-asan && ctest --output-on-failure -j "$test_jobs" --timeout 1800)
+
+if [ "$tsan" = 1 ]; then
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  cmake -S . -B build-tsan "${common[@]}" -DTUNE_WITH_TORCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+  tsan_tests=(local_backend_test last_line_test tuner_test progress_test e2e_test)
+  cmake --build build-tsan -j "$jobs" --target "${tsan_tests[@]}" tune synthetic_trial
+  # Catch2 binaries run every test case of their module (from the build
+  # dir, as CTest runs them).
+  for t in "${tsan_tests[@]}"; do
+    echo "test-sanitizers.sh: $t under ThreadSanitizer"
+    (cd build-tsan && "bin/$t")
+  done
+fi
+echo "test-sanitizers.sh: clean"

@@ -1,0 +1,279 @@
+// `tune run --backend kubernetes` end to end while the cluster misbehaves:
+// the real tune binary and the real kubectl against fake_apiserver.py with
+// fault injection. Each test checks the recorded values, the trials' states
+// and reasons, the exit status, that nothing labelled with the experiment
+// is left, and that no kubectl process is left.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <boost/filesystem.hpp>
+#include <boost/process.hpp>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "k8s/render.h"
+#include "tests/k8s/fake_cluster.h"
+
+namespace tune {
+namespace {
+
+namespace bp = boost::process;
+using nlohmann::json;
+using testing::FakeCluster;
+using Clock = std::chrono::steady_clock;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// An experiment of `trials` grid points over synthetic_trial's --lr, with
+// short API backoffs.
+json Experiment(const FakeCluster& cluster, const std::string& name, std::vector<double> lrs, int steps,
+                int sleep_ms) {
+  return {{"name", name},
+          {"objective", {{"metric", "eval_loss"}, {"mode", "min"}}},
+          {"parameters", {{"lr", {{"type", "grid"}, {"values", lrs}}}}},
+          {"search", {{"algorithm", "grid"}}},
+          {"scheduler", {{"type", "fifo"}}},
+          {"limits", {{"max_trials", lrs.size()}, {"max_concurrent_trials", 3}}},
+          {"trial",
+           {{"command", {TUNE_BIN_DIR "/synthetic_trial", "--lr", "${lr}", "--steps", std::to_string(steps),
+                         "--report-every", "5", "--sleep-ms", std::to_string(sleep_ms)}},
+            {"workers", 1},
+            {"resources_per_worker", {{"cpu", 0.1}}},
+            {"max_retries", 0}}},
+          {"backend",
+           {{"type", "kubernetes"}, {"namespace", "default"}, {"image", "registry.example/tune:test"},
+            {"kubeconfig", cluster.Options().kubeconfig}, {"api_backoff_initial_s", 0.1},
+            {"api_backoff_max_s", 0.5}, {"api_call_timeout_s", 10}, {"api_deadline_s", 6}}},
+          {"storage", {{"path", cluster.dir() + "/tune.db"}}}};
+}
+
+struct Run {
+  int rc = -1;
+  std::string out, err;
+};
+
+Run TuneRun(const FakeCluster& cluster, const json& exp, std::vector<std::string> extra = {}) {
+  const std::string dir = cluster.dir();
+  std::ofstream(dir + "/experiment.json") << exp.dump(2);
+  std::vector<std::string> args = {"run", dir + "/experiment.json", "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Run r;
+  r.rc = bp::system(TUNE_BIN_DIR "/tune", bp::args = args, bp::std_out > dir + "/run.out",
+                    bp::std_err > dir + "/run.err", bp::start_dir = dir);
+  r.out = Slurp(dir + "/run.out");
+  r.err = Slurp(dir + "/run.err");
+  return r;
+}
+
+json Trials(const FakeCluster& cluster) {
+  const std::string dir = cluster.dir();
+  int rc = bp::system(TUNE_BIN_DIR "/tune", "trials", "--db", dir + "/tune.db", "--format", "json",
+                      bp::std_out > dir + "/trials.json", bp::std_err > dir + "/trials.err");
+  REQUIRE(rc == 0);
+  return json::parse(Slurp(dir + "/trials.json"));
+}
+
+std::string Sel(const std::string& name) { return std::string(kExperimentLabel) + "=" + ExperimentLabelValue(name); }
+
+// synthetic_trial's last report, run here as the cluster would run it.
+double TrueFinal(double lr, int steps) {
+  bp::ipstream out;
+  bp::child c(TUNE_BIN_DIR "/synthetic_trial", "--lr", std::to_string(lr), "--steps", std::to_string(steps),
+              "--report-every", "5", bp::std_out > out, bp::env["RANK"] = "0");
+  std::string line, last;
+  while (std::getline(out, line)) {
+    if (line.find("eval_loss=") != std::string::npos) last = line;
+  }
+  c.wait();
+  size_t at = last.find("eval_loss=");
+  REQUIRE(at != std::string::npos);
+  return std::stod(last.substr(at + 10));
+}
+
+TEST_CASE("tune run: failed creates and deletes are retried, results are right, nothing is left",
+          "[k8s][faults][e2e]") {
+  FakeCluster cluster;
+  const std::string name = "faults-run";
+  // The first creates and deletes of Jobs fail (500 and 429), and the
+  // first two polls.
+  cluster.SetFaults(R"({"seed": 3, "rules": [
+      {"verb": "POST", "path": "/jobs$", "status": [500, 429], "first": 2},
+      {"verb": "DELETE", "path": "/jobs/", "status": 500, "first": 2},
+      {"verb": "GET", "path": "/jobs$", "status": 503, "first": 2}]})");
+  Run r = TuneRun(cluster, Experiment(cluster, name, {0.0003, 0.01}, 20, 20));
+  INFO(r.out << r.err << cluster.FaultStats());
+  CHECK(r.rc == 0);
+  json trials = Trials(cluster);
+  REQUIRE(trials.size() == 2);
+  for (const json& t : trials) {
+    CHECK(t["state"] == "completed");
+    CHECK(t["attempts"] == 1);  // a retried call is not a failed attempt
+    CHECK(t["value"].get<double>() == Approx(TrueFinal(t["params"]["lr"].get<double>(), 20)));
+  }
+  CHECK(json::parse(cluster.FaultStats())["status"] == 6);
+  CHECK(cluster.Names("jobs,services,pods", Sel(name)).empty());
+  CHECK(cluster.KubectlProcesses().empty());
+}
+
+TEST_CASE("tune run: deletes that always fail end the run with the leftovers and exit 1",
+          "[k8s][faults][e2e]") {
+  FakeCluster cluster;
+  const std::string name = "faults-leftover";
+  cluster.SetFaults(R"({"rules": [{"verb": "DELETE", "status": 500}]})");
+  Run r = TuneRun(cluster, Experiment(cluster, name, {0.001}, 10, 10));
+  INFO(r.out << r.err);
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("could not delete") != std::string::npos);
+  CHECK(r.err.find("kubectl -n default delete jobs,services,pods -l " + Sel(name)) != std::string::npos);
+  json trials = Trials(cluster);
+  REQUIRE(trials.size() == 1);
+  CHECK(trials[0]["state"] == "completed");  // never left `running`
+  CHECK(cluster.KubectlProcesses().empty());
+  cluster.SetFaults("{}");
+  REQUIRE(cluster.Cli().Check({"delete", "jobs,services,pods", "-l", Sel(name), "--cascade=foreground"}).ok());
+}
+
+TEST_CASE("tune run: a replaced rank-0 pod's dead reports never become the result", "[k8s][faults][e2e]") {
+  FakeCluster cluster;
+  const std::string name = "faults-replaced-run";
+  json exp = Experiment(cluster, name, {0.001}, 10, 10);
+  const std::string marker = cluster.dir() + "/first-pod-ran";
+  exp["trial"]["command"] = {"/bin/sh", "-c",
+                             "if [ ! -e " + marker + " ]; then touch " + marker +
+                                 "; for i in 1 2 3; do echo step=$i eval_loss=9$i; sleep 0.2; done; exit 1; fi; "
+                                 "sleep 0.5; for i in 1 2 3 4 5 6 7 8 9; do echo step=$i eval_loss=0.$i; done; "
+                                 "echo step=10 eval_loss=0.1"};
+  exp["backend"]["backoff_limit"] = 1;
+  Run r = TuneRun(cluster, exp);
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  json trials = Trials(cluster);
+  REQUIRE(trials.size() == 1);
+  CHECK(trials[0]["state"] == "completed");
+  CHECK(trials[0]["value"].get<double>() == Approx(0.1));
+  CHECK(cluster.Names("jobs,services,pods", Sel(name)).empty());
+  CHECK(cluster.KubectlProcesses().empty());
+}
+
+TEST_CASE("tune run: the preflight refuses before the database is touched", "[k8s][faults][e2e][preflight]") {
+  SECTION("no such namespace") {
+    FakeCluster cluster;
+    json exp = Experiment(cluster, "faults-ns", {0.001}, 5, 0);
+    exp["backend"]["namespace"] = "missing";
+    Run r = TuneRun(cluster, exp);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("namespace 'missing' does not exist") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one message, once
+    CHECK_FALSE(Exists(cluster.dir() + "/tune.db"));
+  }
+  SECTION("RBAC") {
+    FakeCluster cluster({"--deny", "create:jobs"});
+    Run r = TuneRun(cluster, Experiment(cluster, "faults-rbac", {0.001}, 5, 0));
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("RBAC") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(Exists(cluster.dir() + "/tune.db"));
+  }
+}
+
+// Starts tune run in the background; returns once `name` has `jobs` Jobs.
+bp::child StartTune(const FakeCluster& cluster, const json& exp, const std::string& name, size_t jobs,
+                    std::vector<std::string> extra = {}) {
+  const std::string dir = cluster.dir();
+  std::ofstream(dir + "/experiment.json") << exp.dump(2);
+  std::vector<std::string> args = {"run", dir + "/experiment.json", "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  bp::child c(TUNE_BIN_DIR "/tune", bp::args = args, bp::std_out > dir + "/bg.out", bp::std_err > dir + "/bg.err",
+              bp::start_dir = dir);
+  for (int i = 0; i < 300 && cluster.Names("jobs", Sel(name)).size() < jobs; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return c;
+}
+
+TEST_CASE("tune run: Ctrl-C with a hung API server ends tune in seconds and leaves the Jobs",
+          "[k8s][faults][e2e][interrupt]") {
+  FakeCluster cluster;
+  const std::string name = "faults-hung";
+  bp::child tune = StartTune(cluster, Experiment(cluster, name, {0.001, 0.01}, 400, 50), name, 2);
+  REQUIRE(cluster.Names("jobs", Sel(name)).size() == 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  cluster.SetFaults(R"({"rules": [{"hang": true}]})");
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // calls pile up on the hung server
+  auto start = Clock::now();
+  ::kill(tune.id(), SIGINT);
+  std::error_code ec;
+  bool ended = tune.wait_for(std::chrono::seconds(15), ec);
+  double took = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!ended) tune.terminate(ec);
+  INFO(Slurp(cluster.dir() + "/bg.out") << Slurp(cluster.dir() + "/bg.err"));
+  REQUIRE(ended);
+  CHECK(took < 5);
+  CHECK(tune.exit_code() == 130);
+  CHECK(cluster.KubectlProcesses().empty());
+  cluster.SetFaults("{}");
+  // The Jobs are left for --resume.
+  CHECK(cluster.Names("jobs", Sel(name)).size() == 2);
+  REQUIRE(cluster.Cli().Check({"delete", "jobs,services,pods", "-l", Sel(name), "--cascade=foreground"}).ok());
+}
+
+TEST_CASE("tune run --resume adopts running Jobs and harvests finished ones", "[k8s][faults][e2e][resume]") {
+  FakeCluster cluster;
+  const std::string name = "faults-resume";
+  // Trial 0 ends about 1.5 s after it starts, trial 1 about 6 s.
+  json exp = Experiment(cluster, name, {0.001}, 30, 50);
+  exp["parameters"] = {{"steps", {{"type", "grid"}, {"values", {30, 120}}}}};
+  exp["trial"]["command"] = {TUNE_BIN_DIR "/synthetic_trial", "--lr", "0.001", "--steps", "${steps}",
+                             "--report-every", "5", "--sleep-ms", "50"};
+  exp["limits"]["max_trials"] = 2;
+  bp::child tune = StartTune(cluster, exp, name, 2);
+  REQUIRE(cluster.Names("jobs", Sel(name)).size() == 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(tune.id(), SIGKILL);  // tune dies without a word; its kubectl with it
+  tune.wait();
+  // Its kubectl children die with it (PR_SET_PDEATHSIG), a moment later.
+  for (int i = 0; i < 30 && !cluster.KubectlProcesses().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(cluster.KubectlProcesses().size() << " kubectl processes left");
+  CHECK(cluster.KubectlProcesses().empty());
+  // The short trial's Job finishes while tune is down; the long one runs on.
+  for (int i = 0; i < 100; ++i) {
+    auto done = cluster.Cli().Check({"get", "jobs", "-l", Sel(name), "-o",
+                                     "jsonpath={.items[*].status.conditions[?(@.type==\"Complete\")].status}"});
+    if (done.ok() && *done == "True") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Run r = TuneRun(cluster, exp, {"--resume"});
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("adopted the Kubernetes Jobs of 2 trials") != std::string::npos);
+  json trials = Trials(cluster);
+  REQUIRE(trials.size() == 2);  // each trial counted once
+  for (const json& t : trials) {
+    CHECK(t["state"] == "completed");
+    // Harvested from the first Job's log, not rerun as a new Job.
+    CHECK(t["location"].get<std::string>().find("-a0") != std::string::npos);
+    CHECK(t["value"].get<double>() == Approx(TrueFinal(0.001, t["params"]["steps"].get<int>())));
+  }
+  CHECK(cluster.Names("jobs,services,pods", Sel(name)).empty());
+  CHECK(cluster.KubectlProcesses().empty());
+}
+
+}  // namespace
+}  // namespace tune
