@@ -218,12 +218,15 @@ TEST_CASE("tune run: Ctrl-C with a hung API server ends tune in seconds and leav
   auto start = Clock::now();
   ::kill(tune.id(), SIGINT);
   std::error_code ec;
-  bool ended = tune.wait_for(std::chrono::seconds(15), ec);
+  bool ended = tune.wait_for(std::chrono::seconds(30), ec);
   double took = std::chrono::duration<double>(Clock::now() - start).count();
   if (!ended) tune.terminate(ec);
   INFO(Slurp(cluster.dir() + "/bg.out") << Slurp(cluster.dir() + "/bg.err"));
   REQUIRE(ended);
-  CHECK(took < 5);
+  // Seconds, not the minutes (or never) of a tuner that waits for the hung
+  // calls: about 3 s on an idle machine, 8 s seen with the suite running
+  // beside it on 2 cores.
+  CHECK(took < 12);
   CHECK(tune.exit_code() == 130);
   CHECK(cluster.KubectlProcesses().empty());
   cluster.SetFaults("{}");
