@@ -375,6 +375,68 @@ TEST_CASE("tracking.mlflow: every trial is a child run with its params, reports 
   CHECK(nothing.out.find("0 runs created, 0 metric points, 0 params, 0 tags and 0 statuses sent (it was all there)") !=
         std::string::npos);
   CHECK(ReadMlflow(python, server.uri(), "down") == exported);
+
+  // Interrupted (Ctrl-C) while trial 1 runs, then resumed: the same runs
+  // go on (their ids come from the database), none is made twice.
+  const fs::path go2 = dir.path / "go2";
+  const std::string common = " --lr ${lr} --lora-r ${lora_r} --optimizer ${optimizer} --report-every 2 "
+                             "--sleep-ms 150 --seed ${trial_id}";
+  spec["name"] = "again";
+  spec["tracking"] = {{"mlflow", {{"tracking_uri", server.uri()}}}};
+  spec["limits"] = {{"max_trials", 4}, {"max_concurrent_trials", 2}};
+  spec["trial"]["command"] = {
+      "sh", "-c",
+      "if [ ${trial_id} -ge 2 ]; then while [ ! -e " + Quote(go2.string()) + " ]; do sleep 0.1; done; fi; " +
+          "if [ ${trial_id} -eq 0 ]; then exec " + bin + common + " --steps 6; fi; exec " + bin + common +
+          " --steps 40"};
+  std::ofstream(spec_path) << spec.dump(2);
+  const std::string db3 = (dir.path / "again.db").string();
+  pid_t first = fork();
+  REQUIRE(first >= 0);
+  if (first == 0) {
+    execl("/bin/sh", "sh", "-c",
+          ("exec " + Tune("run " + Quote(spec_path.string()) + " --db " + Quote(db3) + " --quiet") + " > " +
+           Quote(log.string()) + " 2>&1")
+              .c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  reap.pid = first;
+  auto count3 = [&](const char* sql) {
+    Output o = Sh("sqlite3 " + Quote(db3) + " " + Quote(sql));
+    return o.code == 0 ? std::atoi(o.out.c_str()) : 0;
+  };
+  const auto deadline = Clock::now() + std::chrono::minutes(3);
+  while (count3("SELECT count(*) FROM trials WHERE number = 0 AND ended_at IS NOT NULL") < 1 ||
+         count3("SELECT count(*) FROM reports r JOIN trials t ON t.id = r.trial_id WHERE t.number = 1") < 2) {
+    REQUIRE(Clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(first, SIGINT);
+  REQUIRE(waitpid(first, &st, 0) == first);
+  reap.pid = 0;
+  INFO(Sh("cat " + Quote(log.string())).out);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 130);
+  const std::string ids = "SELECT trial_number || ' ' || run_id FROM tracking_runs ORDER BY trial_number";
+  const std::string before = Sh("sqlite3 " + Quote(db3) + " " + Quote(ids)).out;
+  CHECK(before.find("-1 ") == 0);  // the parent, trial 0 and 1 at least
+  CHECK(count3("SELECT count(*) FROM tracking_runs") >= 3);
+  CHECK(ReadMlflow(python, server.uri(), "again")["runs"]["again"]["status"] == "KILLED");
+
+  std::ofstream(go2.string()) << "";
+  Output resumed = Sh(Tune("run " + Quote(spec_path.string()) + " --db " + Quote(db3) + " --resume --quiet"));
+  INFO(resumed.out);
+  REQUIRE(resumed.code == 0);
+  CHECK(resumed.out.find("not delivered") == std::string::npos);
+  const std::string after = Sh("sqlite3 " + Quote(db3) + " " + Quote(ids)).out;
+  CHECK(after.substr(0, before.size()) == before);  // the same ids, and more
+  CHECK(count3("SELECT count(*) FROM tracking_runs") == 5);
+  auto storage3 = tune::OpenSqliteStorage(db3, false);
+  REQUIRE(storage3.ok());
+  json resumed_runs = ReadMlflow(python, server.uri(), "again")["runs"];
+  CheckRuns(**storage3, "again", resumed_runs);
+  CHECK(resumed_runs["again"]["status"] == "FINISHED");
 }
 
 }  // namespace
