@@ -25,6 +25,9 @@ pkgs=(
   libpcre2-dev libutf8proc-dev libyaml-cpp-dev python3-venv
   python3-yaml
   libcpp-httplib-dev libjs-chart.js
+  # The dashboard's browser tests (headless Chromium over DevTools): about
+  # 120 MB to fetch, 410 MB installed.
+  chromium python3-websocket
   clang libclang-rt-dev
 )
 if [ "$want_torch" = 1 ]; then

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "dashboard/dashboard_command.h"
 #include "tuner/cli_commands.h"
 
 namespace {
@@ -107,6 +108,13 @@ int main(int argc, char** argv) {
       export_cmd->add_subcommand("tensorboard", "Write TensorBoard event files (scalars and HParams) of an experiment");
   add_query(export_tb_cmd, true);
   export_tb_cmd->add_option("--out", export_out, "Directory; the files go to OUT/<experiment>/trial_NNNN")->required();
+  std::string export_uri;
+  auto* export_ml_cmd = export_cmd->add_subcommand(
+      "mlflow", "Send an experiment's runs to an MLflow tracking server, skipping what is there already");
+  add_query(export_ml_cmd, true);
+  export_ml_cmd->add_option("--tracking-uri", export_uri,
+                            "MLflow server (default: the experiment's tracking.mlflow.tracking_uri, else "
+                            "MLFLOW_TRACKING_URI)");
 
   std::string render_path;
   int render_trial = 0;
@@ -121,6 +129,17 @@ int main(int argc, char** argv) {
   katib_cmd->add_option("experiment", import_path, "EXPERIMENT.yaml")->required();
   katib_cmd->add_option("-o,--output", import_out, "Write experiment.json here (default: stdout)");
 
+  tune::DashboardArgs dashboard;
+  auto* dashboard_cmd = app.add_subcommand("dashboard", "Serve the results as a live web page (read-only)");
+  dashboard_cmd->add_option("--db", dashboard.db_path, "SQLite results database (default: ./tune.db)");
+  dashboard_cmd->add_option("--host", dashboard.host, "Address to listen on")->default_val("127.0.0.1");
+  dashboard_cmd->add_option("--port", dashboard.port, "Port (0: any free one)")->default_val(8080);
+  tune::ReportArgs report;
+  auto* report_cmd = app.add_subcommand("report", "Write one experiment's views as one self-contained HTML file");
+  report_cmd->add_option("--db", report.db_path, "SQLite results database (default: ./tune.db)");
+  report_cmd->add_option("--experiment,-e", report.experiment, "Experiment name (default: the latest one)");
+  report_cmd->add_option("--out,-o", report.out_path, "The HTML file to write")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -132,7 +151,7 @@ int main(int argc, char** argv) {
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       what = std::string("unknown command '") + argv[1] +
-             "' (expected run, validate, best, trials, importance, status, export, render or import)";
+             "' (expected run, validate, best, trials, importance, status, dashboard, report, export, render or import)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -154,12 +173,19 @@ int main(int argc, char** argv) {
     run.terminal = !run.quiet && isatty(STDOUT_FILENO);
     return tune::RunCommand(run, std::cout, std::cerr);
   }
+  if (*dashboard_cmd) {
+    // Read-only: Ctrl-C may end it at once; a client gone mid-answer is no signal.
+    signal(SIGPIPE, SIG_IGN);
+    return tune::DashboardCommand(dashboard, std::cout, std::cerr);
+  }
+  if (*report_cmd) return tune::ReportCommand(report, std::cout, std::cerr);
   if (*validate_cmd) return tune::ValidateCommand(validate_path, std::cout, std::cerr);
   if (*best_cmd) return tune::BestCommand(query, std::cout, std::cerr);
   if (*trials_cmd) return tune::TrialsCommand(query, std::cout, std::cerr);
   if (*status_cmd) return tune::StatusCommand(query, std::cout, std::cerr);
   if (*importance_cmd) return tune::ImportanceCommand(query, std::cout, std::cerr);
   if (*export_tb_cmd) return tune::ExportTensorBoardCommand(query, export_out, std::cout, std::cerr);
+  if (*export_ml_cmd) return tune::ExportMlflowCommand(query, export_uri, std::cout, std::cerr);
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
   if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
   return 2;

@@ -148,6 +148,10 @@ class SqliteStorage final : public Storage {
   Result<std::vector<StoredReport>> ListReports(ExperimentId e) override;
   Result<std::vector<StoredReport>> ListTrialReports(TrialId t) override;
 
+  Status SetTrackingRun(ExperimentId e, const std::string& target, int trial_number,
+                        const std::string& run_id) override;
+  Result<std::map<int, std::string>> ListTrackingRuns(ExperimentId e, const std::string& target) override;
+
  private:
   // One report; `excluded` empty for a counted one, else why it does not count.
   Status InsertReport(TrialId t, int attempt, const MetricReport& report, std::optional<double> objective,
@@ -734,7 +738,73 @@ Result<std::vector<StoredReport>> SqliteStorage::ListTrialReports(TrialId t) {
   return out;
 }
 
+Status SqliteStorage::SetTrackingRun(ExperimentId e, const std::string& target, int trial_number,
+                                     const std::string& run_id) {
+  return Transact(true, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    StmtScope s(Stmt("INSERT OR REPLACE INTO tracking_runs (experiment_id, target, trial_number, run_id) "
+                     "VALUES (?, ?, ?, ?)"));
+    s->bind(1, static_cast<int64_t>(e));
+    s->bind(2, target);
+    s->bind(3, trial_number);
+    s->bind(4, run_id);
+    s->exec();
+    return Status::Ok();
+  });
+}
+
+Result<std::map<int, std::string>> SqliteStorage::ListTrackingRuns(ExperimentId e, const std::string& target) {
+  std::map<int, std::string> out;
+  Status st = Transact(false, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    StmtScope s(Stmt("SELECT trial_number, run_id FROM tracking_runs WHERE experiment_id = ? AND target = ?"));
+    s->bind(1, static_cast<int64_t>(e));
+    s->bind(2, target);
+    while (s->executeStep()) out[s->getColumn(0).getInt()] = s->getColumn(1).getString();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
 }  // namespace
+
+Result<std::unique_ptr<Storage>> OpenSqliteStorageReadOnly(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::NotFound(path + ": no such database file");
+  try {
+    auto db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX,
+                                                 kBusyTimeoutMs);
+    std::string check = db->execAndGet("PRAGMA quick_check(1)").getString();
+    if (check != "ok") {
+      for (char& c : check) c = c == '\n' ? ' ' : c;
+      return Status::FailedPrecondition(path + ": the database file is corrupt (SQLite's quick_check: " + check +
+                                        "); restore it from a copy");
+    }
+    const int version = db->execAndGet("PRAGMA user_version").getInt();
+    if (version == 0) {
+      return Status::FailedPrecondition(path + ": is not a tune results database (it has no tune schema version)");
+    }
+    if (version != internal::kSchemaVersion) {
+      return Status::FailedPrecondition(
+          path + ": the database has schema version " + std::to_string(version) + " but this tune reads version " +
+          std::to_string(internal::kSchemaVersion) +
+          (version < internal::kSchemaVersion ? "; upgrade it once with a writing command (tune status)"
+                                              : "; use a newer tune"));
+    }
+    return std::unique_ptr<Storage>(new SqliteStorage(std::move(db), path));
+  } catch (const SQLite::Exception& e) {
+    if (e.getErrorCode() == SQLITE_NOTADB) return Status::FailedPrecondition(path + ": is not an SQLite database");
+    if (e.getErrorCode() == SQLITE_CORRUPT) {
+      return Status::FailedPrecondition(path + ": the database file is corrupt (" + std::string(e.what()) +
+                                        "); restore it from a copy");
+    }
+    if (e.getErrorCode() == SQLITE_CANTOPEN) {
+      return Status::NotFound(path + ": cannot open the database file: " + e.what());
+    }
+    return Status::Internal(path + ": cannot open the database: " + e.what());
+  }
+}
 
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
                                                    bool create_if_missing) {

@@ -12,6 +12,7 @@
 //   opened is gone: deleted, its directory deleted, or replaced.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,15 @@ class Storage {
   // All reports of one trial (every metric, every attempt, excluded ones
   // too, marked), in arrival order.
   virtual Result<std::vector<StoredReport>> ListTrialReports(TrialId t) = 0;
+
+  // Runs an outside tracker holds for experiment `e` (tracking_runs):
+  // `target` names the tracker and where (e.g. "mlflow http://host:5000
+  // experiment 3"); trial_number -1 is the experiment's own run. Setting
+  // one that exists replaces its run id.
+  virtual Status SetTrackingRun(ExperimentId e, const std::string& target, int trial_number,
+                                const std::string& run_id) = 0;
+  // trial_number -> run id, for `target`.
+  virtual Result<std::map<int, std::string>> ListTrackingRuns(ExperimentId e, const std::string& target) = 0;
 };
 
 // Opens (creating if needed) the SQLite database at `path`: WAL mode,
@@ -124,5 +134,13 @@ class Storage {
 // or a read-only file is FailedPrecondition, naming the cause. Schema: docs/database.md.
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
                                                    bool create_if_missing = true);
+
+// Opens an existing database for reading only (the dashboard): SQLite's
+// read-only mode, so nothing is ever written to it, and in WAL mode it
+// never blocks `tune run`. Missing file: NotFound. A file that fails
+// quick_check, is not SQLite, is not a tune database or has another schema
+// version (this never upgrades one): FailedPrecondition, one sentence
+// naming the file. Every write method of the result fails.
+Result<std::unique_ptr<Storage>> OpenSqliteStorageReadOnly(const std::string& path);
 
 }  // namespace tune

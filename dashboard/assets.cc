@@ -1,0 +1,15 @@
+#include "dashboard/assets.h"
+
+namespace tune {
+
+const char* DashboardAssetType(std::string_view name) {
+  auto ends = [&](std::string_view ext) {
+    return name.size() >= ext.size() && name.substr(name.size() - ext.size()) == ext;
+  };
+  if (ends(".html")) return "text/html; charset=utf-8";
+  if (ends(".js")) return "text/javascript; charset=utf-8";
+  if (ends(".css")) return "text/css; charset=utf-8";
+  return "application/octet-stream";
+}
+
+}  // namespace tune
