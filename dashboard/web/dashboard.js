@@ -458,7 +458,9 @@
       view.table.tableEl);
     let last = null;
     return async () => {
+      const t0 = performance.now();
       const exp = await getExperiment(name);
+      performance.measure('tune:fetch', { start: t0, end: performance.now() });
       if (gen !== generation) return;
       last = exp;
       const c = exp.counts;
@@ -467,12 +469,14 @@
         ' · objective ' + exp.metric + ' (' + exp.mode + ')' +
         (exp.best ? ' · best ' + fmt(exp.best.value) + ' (trial ' + exp.best.number + ')' : '') +
         ' · scheduler ' + exp.scheduler.type + ' · ' + fmtDuration(exp.run_seconds);
-      historyChart(view, exp);
-      curvesChart(view, exp);
-      parallelChart(view, exp);
-      importanceChart(view, exp);
-      sliceCharts(view, exp);
-      trialTable(view, exp);
+      // Each part timed (performance.measure "tune:<part>", for the bench).
+      const parts = [['history', historyChart], ['curves', curvesChart], ['parallel', parallelChart],
+        ['importance', importanceChart], ['slices', sliceCharts], ['table', trialTable]];
+      for (const [part, draw] of parts) {
+        const t0 = performance.now();
+        draw(view, exp);
+        performance.measure('tune:' + part, { start: t0, end: performance.now() });
+      }
       document.body.dataset.trials = String(exp.trials);
     };
   }

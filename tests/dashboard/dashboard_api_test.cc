@@ -31,7 +31,7 @@ Fetched Get(int port, const std::string& path) {
   REQUIRE(res);
   Fetched f;
   f.status = res->status;
-  if (res->get_header_value("Content-Type") == "application/json") f.body = json::parse(res->body);
+  if (res->get_header_value("Content-Type") == "application/json; charset=utf-8") f.body = json::parse(res->body);
   return f;
 }
 
