@@ -723,6 +723,10 @@ bool KubernetesBackend::RefreshOnce() {
       a->state = RunState::kFailed;
       a->message = workload_->Kind() + " failed: DeadlineExceeded (it ran longer than trial.timeout_s, " +
                    std::to_string(static_cast<int64_t>(std::ceil(limit))) + " s)";
+      // Its pods are stopped now (as a Job's deadline stops them), which
+      // also ends rank 0's log stream.
+      a->cleaned = true;
+      EnqueueCleanupLocked(name);
     } else {
       bool any_running = false;
       std::string pending;

@@ -235,6 +235,8 @@ TEST_CASE("tune run: a failed PyTorchJob or TrainJob and one past trial.timeout_
                 std::string::npos);
         }
       } else {
+        // Stopped at the deadline (4 s of 12), not run to its end.
+        CHECK(t["last_step"].get<int>() < 60);
         CHECK(msg.find(kind == "pytorchjob" ? "PyTorchJob failed: DeadlineExceeded"
                                             : "TrainJob failed: DeadlineExceeded (it ran longer than trial.timeout_s, 4 s)") !=
               std::string::npos);
