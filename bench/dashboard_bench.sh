@@ -32,7 +32,7 @@ name=$(sqlite3 "$db" "SELECT name FROM experiments ORDER BY id DESC LIMIT 1")
 pids+=($!)
 "$(dirname "$py")/optuna-dashboard" "sqlite:///$optuna_db" --host 127.0.0.1 --port 18089 > "$tmp/optuna.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 600); do
+for _ in $(seq 3000); do  # optuna-dashboard starts slowly on a busy machine
   grep -q "serving" "$tmp/tune.log" && python3 -c 'import socket; socket.create_connection(("127.0.0.1", 18089), 1)' 2>/dev/null && break
   sleep 0.1
 done
