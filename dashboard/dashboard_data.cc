@@ -178,6 +178,51 @@ std::optional<std::pair<std::vector<std::string>, bool>> Tail(const fs::path& pa
 // binary byte) becomes U+FFFD instead of failing the whole document.
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+// One trial's document: its row, every report, its log tails.
+Result<Json> TrialDoc(Storage& storage, const std::string& runs_dir, const ExperimentRecord& e,
+                      const std::optional<ExperimentSpec>& spec, const TrialRecord& record, int log_lines) {
+  TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> reports, storage.ListTrialReports(record.trial.id));
+  Json j = TrialRow(record);
+  j["experiment"] = e.name;
+  j["metric"] = spec ? spec->objective.metric : ObjectiveSpec{}.metric;
+  j["current_attempt"] = record.trial.attempt;
+  Json rows = Json::array();
+  for (const StoredReport& s : reports) {
+    Json metrics = Json::object();
+    for (const auto& [name, value] : s.report.values) metrics[name] = Num(value);
+    rows.push_back({{"seq", s.seq},
+                    {"attempt", s.attempt},
+                    {"step", s.report.step},
+                    {"time", Num(s.report.time)},
+                    {"excluded", s.excluded.empty() ? Json(nullptr) : Json(s.excluded)},
+                    {"metrics", metrics}});
+  }
+  j["reports"] = rows;
+  // Logs: only the directory `tune run` gave this trial, ranks 0 .. workers - 1.
+  // A name with a path separator (possible only in a hand-edited file)
+  // reads no log.
+  Json logs = Json::array();
+  const bool safe_name = e.name.find('/') == std::string::npos && e.name != "." && e.name != "..";
+  const int workers = !safe_name ? 0 : spec ? spec->trial.workers : 1;
+  char dir[32];
+  std::snprintf(dir, sizeof dir, "trial_%04d", record.trial.number);
+  for (int rank = 0; rank < workers; ++rank) {
+    const std::string file = "rank_" + std::to_string(rank) + ".log";
+    auto tail = Tail(fs::path(runs_dir) / e.name / dir / file, log_lines);
+    Json log{{"rank", rank}, {"file", std::string(dir) + "/" + file}};
+    if (tail) {
+      log["lines"] = tail->first;
+      log["truncated"] = tail->second;
+    } else {
+      log["lines"] = Json::array();
+      log["missing"] = true;
+    }
+    logs.push_back(log);
+  }
+  j["logs"] = logs;
+  return j;
+}
+
 }  // namespace
 
 std::string RunsDirFor(const std::string& db_path) {
@@ -223,54 +268,24 @@ Result<std::string> DashboardData::Experiment(const std::string& name) {
 Result<std::string> DashboardData::TrialDetail(const std::string& experiment, int number, int log_lines) {
   TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, storage_.FindExperiment(experiment));
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialRecords(e.id));
-  const TrialRecord* record = nullptr;
   for (const TrialRecord& r : records) {
-    if (r.trial.number == number) record = &r;
+    if (r.trial.number != number) continue;
+    TUNE_ASSIGN_OR_RETURN(Json j, TrialDoc(storage_, runs_dir_, e, SpecOf(e), r, log_lines));
+    return Dump(j);
   }
-  if (record == nullptr) {
-    return Status::NotFound("experiment '" + experiment + "' has no trial " + std::to_string(number));
+  return Status::NotFound("experiment '" + experiment + "' has no trial " + std::to_string(number));
+}
+
+Result<std::string> DashboardData::AllTrialDetails(const std::string& experiment, int log_lines) {
+  TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, storage_.FindExperiment(experiment));
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialRecords(e.id));
+  const std::optional<ExperimentSpec> spec = SpecOf(e);
+  Json all = Json::object();
+  for (const TrialRecord& r : records) {
+    TUNE_ASSIGN_OR_RETURN(Json j, TrialDoc(storage_, runs_dir_, e, spec, r, log_lines));
+    all[std::to_string(r.trial.number)] = std::move(j);
   }
-  TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> reports, storage_.ListTrialReports(record->trial.id));
-  std::optional<ExperimentSpec> spec = SpecOf(e);
-  Json j = TrialRow(*record);
-  j["experiment"] = e.name;
-  j["metric"] = spec ? spec->objective.metric : ObjectiveSpec{}.metric;
-  j["current_attempt"] = record->trial.attempt;
-  Json rows = Json::array();
-  for (const StoredReport& s : reports) {
-    Json metrics = Json::object();
-    for (const auto& [name, value] : s.report.values) metrics[name] = Num(value);
-    rows.push_back({{"seq", s.seq},
-                    {"attempt", s.attempt},
-                    {"step", s.report.step},
-                    {"time", Num(s.report.time)},
-                    {"excluded", s.excluded.empty() ? Json(nullptr) : Json(s.excluded)},
-                    {"metrics", metrics}});
-  }
-  j["reports"] = rows;
-  // Logs: only the directory `tune run` gave this trial, ranks 0 .. workers - 1.
-  Json logs = Json::array();
-  // A name with a path separator (possible only in a hand-edited file)
-  // reads no log.
-  const bool safe_name = e.name.find('/') == std::string::npos && e.name != "." && e.name != "..";
-  const int workers = !safe_name ? 0 : spec ? spec->trial.workers : 1;
-  char dir[32];
-  std::snprintf(dir, sizeof dir, "trial_%04d", number);
-  for (int rank = 0; rank < workers; ++rank) {
-    const std::string file = "rank_" + std::to_string(rank) + ".log";
-    auto tail = Tail(fs::path(runs_dir_) / e.name / dir / file, log_lines);
-    Json log{{"rank", rank}, {"file", std::string(dir) + "/" + file}};
-    if (tail) {
-      log["lines"] = tail->first;
-      log["truncated"] = tail->second;
-    } else {
-      log["lines"] = Json::array();
-      log["missing"] = true;
-    }
-    logs.push_back(log);
-  }
-  j["logs"] = logs;
-  return Dump(j);
+  return Dump(all);
 }
 
 }  // namespace tune

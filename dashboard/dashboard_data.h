@@ -42,6 +42,10 @@ class DashboardData {
   // `log_lines` lines of each rank's log.
   Result<std::string> TrialDetail(const std::string& experiment, int number, int log_lines = 200);
 
+  // {"NUMBER": TrialDetail of that trial} for every trial of `experiment`
+  // (what `tune report` inlines), reading the trial list once.
+  Result<std::string> AllTrialDetails(const std::string& experiment, int log_lines);
+
  private:
   Storage& storage_;
   std::string runs_dir_;

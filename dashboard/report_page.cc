@@ -37,12 +37,8 @@ Result<std::string> ReportPage(DashboardData& data, const std::string& experimen
   for (Json& e : Json::parse(list_text)) {
     if (e["name"] == experiment) list.push_back(std::move(e));
   }
-  Json trials = Json::object();
-  for (const Json& row : exp["trial_rows"]) {
-    const int number = row["number"].get<int>();
-    TUNE_ASSIGN_OR_RETURN(std::string t, data.TrialDetail(experiment, number, log_lines));
-    trials[std::to_string(number)] = Json::parse(t);
-  }
+  TUNE_ASSIGN_OR_RETURN(std::string trials_text, data.AllTrialDetails(experiment, log_lines));
+  Json trials = Json::parse(trials_text);
   Json doc{{"experiments", list}, {"experiment", exp}, {"trials", trials}};
   std::string page(DashboardAsset("index.html"));
   auto inline_script = [](std::string_view name) {

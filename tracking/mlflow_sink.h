@@ -70,6 +70,7 @@ class MlflowSink : public TrackingSink {
   Storage* storage_;
   std::unique_ptr<MlflowClient> client_;  // used by the delivery thread only
   std::unique_ptr<MlflowRuns> runs_;      // used by the delivery thread only
+  bool parent_running_ = false;           // delivery thread only: parent set RUNNING
 
   std::mutex mu_;
   std::condition_variable cv_;
