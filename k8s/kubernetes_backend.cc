@@ -29,6 +29,8 @@ constexpr auto kFastPoll = std::chrono::milliseconds(500);
 constexpr auto kSlowPoll = std::chrono::milliseconds(4000);
 constexpr auto kDeleteTimeout = std::chrono::seconds(180);
 const char* kIndexAnnotation = "batch.kubernetes.io/job-completion-index";
+// reports.excluded of the reports of a rank-0 pod that the Job controller replaced.
+const char kReplacedPod[] = "replaced pod";
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -758,10 +760,20 @@ void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, c
       retired_.push_back(std::move(a->follower));
     }
   }
-  if (!a->log_pod.empty() && a->log_pod != pod && !a->spec.trial_dir.empty()) {
-    std::ofstream(a->spec.trial_dir + "/rank_0.log", std::ios::app)
-        << "--- tune: rank 0's pod " << a->log_pod << " was replaced by pod " << pod
-        << "; the reports above are the replaced pod's, the steps below supersede them ---\n";
+  if (!a->log_pod.empty() && a->log_pod != pod) {
+    if (!a->spec.trial_dir.empty()) {
+      std::ofstream(a->spec.trial_dir + "/rank_0.log", std::ios::app)
+          << "--- tune: rank 0's pod " << a->log_pod << " was replaced by pod " << pod
+          << "; the reports above are the replaced pod's, stored as excluded; the steps below count ---\n";
+    }
+    // The replaced pod's reports stop counting (the tuner stores them as
+    // excluded); the new pod reports from its start.
+    MetricReport marker;
+    marker.restart = kReplacedPod;
+    marker.time = Now();
+    a->reports.push_back(std::move(marker));
+    a->report_count = 0;
+    NotifyLocked();
   }
   ++a->generation;
   a->log_pod = pod;

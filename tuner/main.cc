@@ -121,6 +121,15 @@ int main(int argc, char** argv) {
   katib_cmd->add_option("experiment", import_path, "EXPERIMENT.yaml")->required();
   katib_cmd->add_option("-o,--output", import_out, "Write experiment.json here (default: stdout)");
 
+  tune::CleanupArgs cleanup;
+  auto* cleanup_cmd =
+      app.add_subcommand("cleanup", "Delete the Kubernetes Jobs, Services and pods labelled with an experiment");
+  cleanup_cmd->add_option("--db", cleanup.db_path, "SQLite results database (default: ./tune.db)");
+  cleanup_cmd->add_option("--experiment,-e", cleanup.experiment,
+                          "Experiment name (default: every experiment of the database that runs on Kubernetes)");
+  cleanup_cmd->add_option("--namespace,-n", cleanup.namespace_, "Namespace (default: the experiment's backend.namespace)");
+  cleanup_cmd->add_flag("--dry-run", cleanup.dry_run, "List what would be deleted, delete nothing");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -132,7 +141,7 @@ int main(int argc, char** argv) {
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       what = std::string("unknown command '") + argv[1] +
-             "' (expected run, validate, best, trials, importance, status, export, render or import)";
+             "' (expected run, validate, best, trials, importance, status, export, render, import or cleanup)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -162,5 +171,6 @@ int main(int argc, char** argv) {
   if (*export_tb_cmd) return tune::ExportTensorBoardCommand(query, export_out, std::cout, std::cerr);
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
   if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
+  if (*cleanup_cmd) return tune::CleanupCommand(cleanup, std::cout, std::cerr);
   return 2;
 }

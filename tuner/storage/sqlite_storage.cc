@@ -139,6 +139,7 @@ class SqliteStorage final : public Storage {
     TUNE_CHECK(!reason.empty());
     return InsertReport(t, attempt, report, objective, reason);
   }
+  Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) override;
   Status RetryTrial(TrialId t, const std::string& message) override;
   Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
                      std::optional<int64_t> pruned_rung, const std::string& message) override;
@@ -534,6 +535,29 @@ Status SqliteStorage::InsertReport(TrialId t, int attempt, const MetricReport& r
     BindOpt(*s, 2, objective);
     s->bind(3, static_cast<int64_t>(t));
     s->bind(4, objective.has_value() ? 1 : 0);
+    s->exec();
+    return Status::Ok();
+  });
+}
+
+Status SqliteStorage::ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) {
+  TUNE_CHECK(!reason.empty());
+  return Transact(true, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    if (row.state != TrialState::kRunning || attempt != row.attempt) {
+      return Status::FailedPrecondition(TrialName(t, row) + " is " + TrialStateName(row.state) + " in attempt " +
+                                        std::to_string(row.attempt) + "; only the running attempt's reports (not " +
+                                        std::to_string(attempt) + "'s) can be excluded");
+    }
+    {
+      StmtScope s(Stmt("UPDATE reports SET excluded = ? WHERE trial_id = ? AND attempt = ? AND excluded IS NULL"));
+      s->bind(1, reason);
+      s->bind(2, static_cast<int64_t>(t));
+      s->bind(3, attempt);
+      s->exec();
+    }
+    StmtScope s(Stmt("UPDATE trials SET value = NULL, last_step = NULL WHERE id = ?"));
+    s->bind(1, static_cast<int64_t>(t));
     s->exec();
     return Status::Ok();
   });
