@@ -192,7 +192,13 @@ RetryPolicy KubernetesBackend::Policy(bool retry) const {
   return p;
 }
 
-bool KubernetesBackend::Interrupted() const { return stop_flag_ && stop_flag_->load(); }
+bool KubernetesBackend::Interrupted() const {
+  if (!stop_flag_ || !stop_flag_->load()) return false;
+  // Whoever sees the flag first ends the calls in flight: waiting for the
+  // stop watcher's next look could mean waiting for a hung call's timeout.
+  if (!kubectl_.Cancelled()) kubectl_.Cancel();
+  return true;
+}
 
 void KubernetesBackend::SetStopFlag(const std::atomic<bool>* stop) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -200,16 +206,20 @@ void KubernetesBackend::SetStopFlag(const std::atomic<bool>* stop) {
   if (!stop || stop_watcher_.joinable()) return;
   stop_watcher_ = std::thread([this, stop] {
     for (;;) {
+      bool shutting_down;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        if (cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) return;
+        shutting_down = cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
       }
+      // Shutdown may come first (the tuner saw the flag before this thread
+      // woke): the calls in flight must end all the same.
       if (stop->load()) {
         kubectl_.Cancel();  // every kubectl in flight ends now
         std::lock_guard<std::mutex> lock(mu_);
         NotifyLocked();
         return;
       }
+      if (shutting_down) return;
     }
   });
 }
@@ -475,6 +485,7 @@ void KubernetesBackend::NotifyLocked() {
 void KubernetesBackend::Shutdown() {
   std::vector<std::shared_ptr<Attempt>> all;
   std::vector<std::thread> retired;
+  (void)Interrupted();  // after Ctrl-C: the calls in flight end before the joins below
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && !poller_.joinable()) return;

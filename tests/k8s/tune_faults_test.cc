@@ -295,9 +295,10 @@ TEST_CASE("tune run: Ctrl-C with a hung API server ends tune in seconds and leav
   INFO(Slurp(cluster.dir() + "/bg.out") << Slurp(cluster.dir() + "/bg.err"));
   REQUIRE(ended);
   // Seconds, not the minutes (or never) of a tuner that waits for the hung
-  // calls; 8 s was seen with the rest of the suite running beside it on 2
-  // cores.
-  CHECK(took < 12);
+  // calls. (8 s, the hung calls' api_call_timeout_s less the 2 s above, was
+  // seen under load while the stop watcher could miss the flag; now 0.04 to
+  // 0.3 s, also at a load average of 30.)
+  CHECK(took < 5);
   CHECK(tune.exit_code() == 130);
   CHECK(cluster.KubectlProcesses().empty());
   cluster.SetFaults("{}");
