@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Creates (once, cached) the Python virtual environment with the outside
-# trackers' own software that the tracking tests check tune's output
-# against (scripts/tracking-requirements.txt, pinned), and prints the path
-# of its python. Idempotent: when the cached environment matches the
-# requirements it only prints the path.
+# Creates (once, cached) a Python virtual environment with an outside
+# tracker's own software that the tracking tests check tune's output
+# against, and prints the path of its python. Idempotent: when the cached
+# environment matches its pinned requirements it only prints the path.
+#   tracking-venv.sh [tensorboard]  TensorBoard's reader (tracking-requirements.txt)
+#   tracking-venv.sh mlflow         MLflow's server and client (mlflow-requirements.txt)
 # Cache: ${TUNE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tune}/venv-tracking
+# (venv-mlflow for mlflow)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-req="$here/tracking-requirements.txt"
 cache="${TUNE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tune}"
-venv="$cache/venv-tracking"
+case "${1:-tensorboard}" in
+  tensorboard) req="$here/tracking-requirements.txt"; venv="$cache/venv-tracking" ;;
+  mlflow) req="$here/mlflow-requirements.txt"; venv="$cache/venv-mlflow" ;;
+  *) echo "tracking-venv: expected tensorboard or mlflow, got '$1'" >&2; exit 2 ;;
+esac
 want="$(sha256sum "$req" | cut -d' ' -f1)"
 if [ "$(cat "$venv/.requirements-sha256" 2>/dev/null || true)" != "$want" ]; then
   mkdir -p "$cache"
-  exec 9>"$cache/venv-tracking.lock"
+  exec 9>"$venv.lock"
   flock 9  # tests may ask for it at the same time
   if [ "$(cat "$venv/.requirements-sha256" 2>/dev/null || true)" != "$want" ]; then
     echo "tracking-venv: creating $venv (pip install -r $(basename "$req"))" >&2

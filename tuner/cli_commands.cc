@@ -16,11 +16,14 @@
 #include "schedulers/asha_scheduler.h"
 #include "search/grid.h"
 #include "search/sampler.h"
+#include "tracking/mlflow_sink.h"
+#include "tracking/sink_fanout.h"
 #include "tracking/tensorboard_sink.h"
 #include "trial_runner/local_backend.h"
 #include "tuner/capacity.h"
 #include "tuner/components.h"
 #include "tuner/experiment_spec.h"
+#include "tuner/export_mlflow.h"
 #include "tuner/export_tensorboard.h"
 #include "tuner/progress.h"
 #include "tuner/report.h"
@@ -131,6 +134,12 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return Fail(err, Status::InvalidArgument("--max-concurrent: expected a number of trials of at least 1, got " +
                                              std::to_string(*args.max_concurrent)));
   }
+  std::optional<tracking::MlflowTarget> mlflow_target;
+  if (spec.tracking.mlflow) {
+    auto target = MlflowTargetOf(spec);
+    if (!target.ok()) return Fail(err, target.status());
+    mlflow_target = std::move(target).value();
+  }
   // The backend can run trials (Kubernetes: the cluster answers, the
   // namespace exists, RBAC allows every verb) before the database is
   // touched: a refusal leaves nothing behind.
@@ -236,12 +245,13 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   parts.sampler = sampler->get();
   parts.scheduler = scheduler->get();
   parts.progress = progress.get();
-  std::unique_ptr<tracking::TrackingSink> tensorboard;
+  tracking::SinkFanout trackers;
   if (spec.tracking.tensorboard_dir) {
     const std::string& dir = *spec.tracking.tensorboard_dir;
-    tensorboard = std::make_unique<tracking::TensorBoardSink>(dir.empty() ? "" : (fs::path(dir) / spec.name).string());
-    parts.tracking = tensorboard.get();
+    trackers.Add(std::make_unique<tracking::TensorBoardSink>(dir.empty() ? "" : (fs::path(dir) / spec.name).string()));
   }
+  if (mlflow_target) trackers.Add(std::make_unique<tracking::MlflowSink>(*mlflow_target, storage.get()));
+  if (!trackers.empty()) parts.tracking = &trackers;
 
   if (!args.terminal) {
     out << "tune: experiment '" << spec.name << "' (" << spec.search.algorithm << " search, " << spec.scheduler.type
@@ -340,6 +350,12 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
     const std::string& dir = *spec.tracking.tensorboard_dir;
     out << "\n  tracking    TensorBoard event files in " << (dir.empty() ? "each trial directory" : dir + "/" + spec.name + "/trial_NNNN");
   }
+  if (spec.tracking.mlflow) {
+    const auto& m = *spec.tracking.mlflow;
+    out << "\n  tracking    MLflow at " << (m.tracking_uri.empty() ? "$MLFLOW_TRACKING_URI" : m.tracking_uri)
+        << ", experiment '" << (m.experiment_name.empty() ? spec.name : m.experiment_name)
+        << "' (a parent run, a child run per trial)";
+  }
   out << "\n";
   if (auto* local = dynamic_cast<LocalBackend*>(runnable->get())) out << DescribeLocalCapacity(spec, *local);
   out << "  storage     " << (spec.storage_path.empty() ? "tune.db (or --db)" : spec.storage_path) << "\n";
@@ -383,6 +399,17 @@ int ExportTensorBoardCommand(const QueryArgs& args, const std::string& out_dir, 
   if (!storage.ok()) return Fail(err, storage.status());
   Status st = ExportTensorBoard(**storage, args.experiment, out_dir, out);
   return st.ok() ? kExitOk : Fail(err, st, st.code() == StatusCode::kInternal ? kExitFailed : kExitUsage);
+}
+
+int ExportMlflowCommand(const QueryArgs& args, const std::string& tracking_uri, std::ostream& out,
+                        std::ostream& err) {
+  auto storage = OpenExisting(args.db_path);
+  if (!storage.ok()) return Fail(err, storage.status());
+  Status st = ExportMlflow(**storage, args.experiment, tracking_uri, out);
+  return st.ok() ? kExitOk
+                 : Fail(err, st,
+                        st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kInternal ? kExitFailed
+                                                                                                     : kExitUsage);
 }
 
 int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {

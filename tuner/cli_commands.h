@@ -50,6 +50,11 @@ int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int ImportanceCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 // tune export tensorboard --out DIR: event files of a stored experiment.
 int ExportTensorBoardCommand(const QueryArgs& args, const std::string& out_dir, std::ostream& out, std::ostream& err);
+// `tune export mlflow`: exit 0 when sent (or all there), 1 when the server
+// could not be reached or failed, 2 for bad input (no tracking URI, an
+// unknown experiment, a refused login).
+int ExportMlflowCommand(const QueryArgs& args, const std::string& tracking_uri, std::ostream& out,
+                        std::ostream& err);
 int RenderCommand(const std::string& path, int trial_number, std::ostream& out, std::ostream& err);
 // `tune import katib FILE [-o OUT]`: experiment.json on `out`, or in
 // `out_path` when given; each field not carried over as a line on `err`.

@@ -114,6 +114,16 @@ struct TrackingSpec {
   // TensorBoard event files: unset = off; "" = in each trial's directory;
   // else <dir>/<experiment>/trial_NNNN (dir relative to the current directory).
   std::optional<std::string> tensorboard_dir;
+  // MLflow tracking server (tracking/mlflow_sink.h): unset = off.
+  struct Mlflow {
+    // http(s)://host[:port][/prefix]; empty: MLFLOW_TRACKING_URI at run time.
+    std::string tracking_uri;
+    // The MLflow experiment; empty: the tune experiment's name.
+    std::string experiment_name;
+    // Set on the parent run (the tuning experiment).
+    std::map<std::string, std::string> tags;
+  };
+  std::optional<Mlflow> mlflow;
 };
 
 struct ExperimentSpec {

@@ -107,6 +107,13 @@ int main(int argc, char** argv) {
       export_cmd->add_subcommand("tensorboard", "Write TensorBoard event files (scalars and HParams) of an experiment");
   add_query(export_tb_cmd, true);
   export_tb_cmd->add_option("--out", export_out, "Directory; the files go to OUT/<experiment>/trial_NNNN")->required();
+  std::string export_uri;
+  auto* export_ml_cmd = export_cmd->add_subcommand(
+      "mlflow", "Send an experiment's runs to an MLflow tracking server, skipping what is there already");
+  add_query(export_ml_cmd, true);
+  export_ml_cmd->add_option("--tracking-uri", export_uri,
+                            "MLflow server (default: the experiment's tracking.mlflow.tracking_uri, else "
+                            "MLFLOW_TRACKING_URI)");
 
   std::string render_path;
   int render_trial = 0;
@@ -169,6 +176,7 @@ int main(int argc, char** argv) {
   if (*status_cmd) return tune::StatusCommand(query, std::cout, std::cerr);
   if (*importance_cmd) return tune::ImportanceCommand(query, std::cout, std::cerr);
   if (*export_tb_cmd) return tune::ExportTensorBoardCommand(query, export_out, std::cout, std::cerr);
+  if (*export_ml_cmd) return tune::ExportMlflowCommand(query, export_uri, std::cout, std::cerr);
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
   if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
   if (*cleanup_cmd) return tune::CleanupCommand(cleanup, std::cout, std::cerr);

@@ -260,6 +260,18 @@ const BadCase kCases[] = {
     {R"({"storage": {"path": ""}})", "storage.path", "a database file path", "\"\""},
     {R"({"storage": {"file": "tune.db"}})", "storage.file", "only the key \"path\"", "unknown key"},
     {R"({"storage": "tune.db"})", "storage", "an object", "\"tune.db\""},
+    // tracking.mlflow
+    {R"({"tracking": {"mlflow": {"tracking_uri": "127.0.0.1:5000"}}})", "tracking.mlflow.tracking_uri",
+     "an http:// or https:// URL", "\"127.0.0.1:5000\""},
+    {R"({"tracking": {"mlflow": {"tracking_uri": 5000}}})", "tracking.mlflow.tracking_uri", "a string", "5000"},
+    {R"({"tracking": {"mlflow": {"experiment_name": ""}}})", "tracking.mlflow.experiment_name",
+     "a non-empty name", "\"\""},
+    {R"({"tracking": {"mlflow": {"tags": {"team": 7}}}})", "tracking.mlflow.tags.team", "a string", "7"},
+    {R"({"tracking": {"mlflow": {"tags": {"mlflow.user": "x"}}}})", "tracking.mlflow.tags[\"mlflow.user\"]",
+     "not starting with \"mlflow.\"", "\"x\""},
+    {R"({"tracking": {"mlflow": {"uri": "http://x"}}})", "tracking.mlflow.uri", "one of the keys",
+     "the unknown key \"uri\""},
+    {R"({"tracking": {"mlflow": "http://x"}})", "tracking.mlflow", "an object", "\"http://x\""},
     // JSON syntax: line and column.
     {"{\n  \"name\": \"x\",\n}\n", "line 3, column 1", "valid JSON (string literal)", "'}'", true},
     {"{\n  \"name\": \"x\"\n  \"objective\": {}\n}", "line 3, column 13", "valid JSON ('}')",

@@ -520,5 +520,26 @@ TEST_CASE("spec: a resume may change limits, trial, backend and storage, not the
   CHECK(added.status().message().find("exp.json: scheduler: expected nothing") == 0);
 }
 
+TEST_CASE("spec: tracking.mlflow is parsed; every key is optional", "[spec]") {
+  const std::string base = R"({"name": "ml", "objective": {"metric": "loss", "mode": "min"}, "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
+    "trial": {"command": ["prog", "${lr}"]}, )";
+  ExperimentSpec full = MustParse(base + R"("tracking": {"mlflow": {"tracking_uri": "http://127.0.0.1:5000/prefix",
+      "experiment_name": "lora sweep", "tags": {"team": "nlp"}}}})");
+  REQUIRE(full.tracking.mlflow);
+  CHECK(full.tracking.mlflow->tracking_uri == "http://127.0.0.1:5000/prefix");
+  CHECK(full.tracking.mlflow->experiment_name == "lora sweep");
+  CHECK(full.tracking.mlflow->tags == std::map<std::string, std::string>{{"team", "nlp"}});
+  CHECK(!full.tracking.tensorboard_dir);
+
+  ExperimentSpec bare = MustParse(base + R"("tracking": {"mlflow": true, "tensorboard": true}})");
+  REQUIRE(bare.tracking.mlflow);
+  CHECK(bare.tracking.mlflow->tracking_uri.empty());
+  CHECK(bare.tracking.mlflow->experiment_name.empty());
+  CHECK(bare.tracking.tensorboard_dir == std::optional<std::string>(""));
+
+  CHECK(!MustParse(base + R"("tracking": {"mlflow": false}})").tracking.mlflow);
+  CHECK(!MustParse(base + R"("tracking": {}})").tracking.mlflow);
+}
+
 }  // namespace
 }  // namespace tune

@@ -14,7 +14,12 @@ namespace {
 
 // Takes a current database back to version 2, as an earlier tune wrote it:
 // no reports.excluded, and the old observation_logs view.
+void RewindToV3(SQLite::Database& raw) {
+  raw.exec("DROP TABLE tracking_runs; PRAGMA user_version = 3;");
+}
+
 void RewindToV2(SQLite::Database& raw) {
+  RewindToV3(raw);
   raw.exec(R"sql(
     DROP VIEW observation_logs;
     ALTER TABLE reports DROP COLUMN excluded;
@@ -135,7 +140,7 @@ TEST_CASE("a version 2 database gains reports.excluded and keeps its reports", "
   REQUIRE(db.ok());
   {
     SQLite::Database raw(path, SQLite::OPEN_READONLY);
-    CHECK(raw.execAndGet("PRAGMA user_version").getInt() == 3);
+    CHECK(raw.execAndGet("PRAGMA user_version").getInt() == internal::kSchemaVersion);
     CHECK(raw.execAndGet("SELECT count(*) FROM observation_logs WHERE excluded IS NULL AND step = 4").getInt() == 1);
   }
   // The old report still counts; a new excluded one is stored and marked.
@@ -152,6 +157,30 @@ TEST_CASE("a version 2 database gains reports.excluded and keeps its reports", "
   REQUIRE(trials.ok());
   CHECK(trials->at(0).intermediate == std::map<int64_t, double>{{4, 0.5}});
   CHECK(trials->at(0).value == 0.5);
+}
+
+TEST_CASE("a version 3 database gains tracking_runs and keeps its trials", "[storage][schema]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("v3.db");
+  {
+    auto db = std::move(OpenSqliteStorage(path)).value();
+    ExperimentId e = *db->CreateExperiment("old", "{}", 3);
+    REQUIRE(db->CreateTrial(e, {}).ok());
+  }
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    RewindToV3(raw);
+  }
+  auto db = OpenSqliteStorage(path);
+  REQUIRE(db.ok());
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READONLY);
+    CHECK(raw.execAndGet("PRAGMA user_version").getInt() == 4);
+  }
+  ExperimentId e = (*db)->FindExperiment("old")->id;
+  CHECK((*db)->ListTrials(e)->size() == 1);
+  REQUIRE((*db)->SetTrackingRun(e, "mlflow http://h:5000 experiment 1", 0, "abc").ok());
+  CHECK(*(*db)->ListTrackingRuns(e, "mlflow http://h:5000 experiment 1") == std::map<int, std::string>{{0, "abc"}});
 }
 
 TEST_CASE("files that are not tune databases are refused", "[storage][schema]") {

@@ -445,4 +445,28 @@ TEST_CASE("non-finite float parameters are refused", "[storage]") {
 }
 
 }  // namespace
+TEST_CASE("tracking runs are kept per experiment and target, replaced when set again", "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  const std::string a = "mlflow http://127.0.0.1:5000 experiment 1";
+  const std::string b = "mlflow http://127.0.0.1:6000 experiment 1";
+  ExperimentId e = 0, other = 0;
+  {
+    auto db = Open(path);
+    e = *db->CreateExperiment("e", "{}", 1);
+    other = *db->CreateExperiment("other", "{}", 1);
+    REQUIRE(db->SetTrackingRun(e, a, -1, "parent").ok());
+    REQUIRE(db->SetTrackingRun(e, a, 0, "first").ok());
+    REQUIRE(db->SetTrackingRun(e, a, 0, "second").ok());
+    REQUIRE(db->SetTrackingRun(e, b, 0, "elsewhere").ok());
+    REQUIRE(db->SetTrackingRun(other, a, 0, "other's").ok());
+    CHECK(db->SetTrackingRun(999, a, 0, "x").code() == StatusCode::kNotFound);
+  }
+  auto db = Open(path);  // read back after reopening, as --resume does
+  CHECK(*db->ListTrackingRuns(e, a) == std::map<int, std::string>{{-1, "parent"}, {0, "second"}});
+  CHECK(*db->ListTrackingRuns(e, b) == std::map<int, std::string>{{0, "elsewhere"}});
+  CHECK(*db->ListTrackingRuns(other, a) == std::map<int, std::string>{{0, "other's"}});
+  CHECK(db->ListTrackingRuns(e, "nothing")->empty());
+}
+
 }  // namespace tune

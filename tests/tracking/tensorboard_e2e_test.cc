@@ -163,7 +163,7 @@ TEST_CASE("tracking.tensorboard takes true, false or a directory, and names the 
   CHECK(bad.out.find("tracking.tensorboard: expected true, false or a directory for the event files, got 3") !=
         std::string::npos);
 
-  spec["tracking"] = {{"mlflow", true}};
+  spec["tracking"] = {{"mlflow", 3}};
   std::ofstream(p) << spec.dump();
   Output unknown = Sh(Tune("validate " + Quote(p.string())));
   CHECK(unknown.code == 2);

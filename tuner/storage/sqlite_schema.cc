@@ -113,8 +113,20 @@ CREATE VIEW observation_logs AS
   JOIN trials t ON t.id = r.trial_id;
 )sql";
 
+// Version 4: the runs an outside tracker (MLflow) holds for an experiment
+// and its trials, so that a resumed run logs into the same ones.
+constexpr const char kV3ToV4[] = R"sql(
+CREATE TABLE tracking_runs (
+  experiment_id  INTEGER NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
+  target         TEXT    NOT NULL,
+  trial_number   INTEGER NOT NULL,
+  run_id         TEXT    NOT NULL,
+  PRIMARY KEY (experiment_id, target, trial_number)
+) WITHOUT ROWID;
+)sql";
+
 // kMigrations[i] takes a database from version i to version i + 1.
-constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3};
+constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3, kV3ToV4};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion,
               "one migration per schema version");
 

@@ -149,6 +149,10 @@ class SqliteStorage final : public Storage {
   Result<std::vector<StoredReport>> ListReports(ExperimentId e) override;
   Result<std::vector<StoredReport>> ListTrialReports(TrialId t) override;
 
+  Status SetTrackingRun(ExperimentId e, const std::string& target, int trial_number,
+                        const std::string& run_id) override;
+  Result<std::map<int, std::string>> ListTrackingRuns(ExperimentId e, const std::string& target) override;
+
  private:
   // One report; `excluded` empty for a counted one, else why it does not count.
   Status InsertReport(TrialId t, int attempt, const MetricReport& report, std::optional<double> objective,
@@ -752,6 +756,35 @@ Result<std::vector<StoredReport>> SqliteStorage::ListTrialReports(TrialId t) {
         "WHERE r.trial_id = ? ORDER BY r.id, m.name"));
     s->bind(1, static_cast<int64_t>(t));
     out = ReadReports(*s);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Status SqliteStorage::SetTrackingRun(ExperimentId e, const std::string& target, int trial_number,
+                                     const std::string& run_id) {
+  return Transact(true, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    StmtScope s(Stmt("INSERT OR REPLACE INTO tracking_runs (experiment_id, target, trial_number, run_id) "
+                     "VALUES (?, ?, ?, ?)"));
+    s->bind(1, static_cast<int64_t>(e));
+    s->bind(2, target);
+    s->bind(3, trial_number);
+    s->bind(4, run_id);
+    s->exec();
+    return Status::Ok();
+  });
+}
+
+Result<std::map<int, std::string>> SqliteStorage::ListTrackingRuns(ExperimentId e, const std::string& target) {
+  std::map<int, std::string> out;
+  Status st = Transact(false, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    StmtScope s(Stmt("SELECT trial_number, run_id FROM tracking_runs WHERE experiment_id = ? AND target = ?"));
+    s->bind(1, static_cast<int64_t>(e));
+    s->bind(2, target);
+    while (s->executeStep()) out[s->getColumn(0).getInt()] = s->getColumn(1).getString();
     return Status::Ok();
   });
   if (!st.ok()) return st;

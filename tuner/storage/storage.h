@@ -12,6 +12,7 @@
 //   opened is gone: deleted, its directory deleted, or replaced.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -119,6 +120,15 @@ class Storage {
   // All reports of one trial (every metric, every attempt, excluded ones
   // too, marked), in arrival order.
   virtual Result<std::vector<StoredReport>> ListTrialReports(TrialId t) = 0;
+
+  // Runs an outside tracker holds for experiment `e` (tracking_runs):
+  // `target` names the tracker and where (e.g. "mlflow http://host:5000
+  // experiment 3"); trial_number -1 is the experiment's own run. Setting
+  // one that exists replaces its run id.
+  virtual Status SetTrackingRun(ExperimentId e, const std::string& target, int trial_number,
+                                const std::string& run_id) = 0;
+  // trial_number -> run id, for `target`.
+  virtual Result<std::map<int, std::string>> ListTrackingRuns(ExperimentId e, const std::string& target) = 0;
 };
 
 // Opens (creating if needed) the SQLite database at `path`: WAL mode,

@@ -1,0 +1,259 @@
+#include "tracking/mlflow_sink.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace tune::tracking {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+constexpr size_t kMaxProblemLines = 20;
+// How far into the queue the reports of one trial are gathered into a batch.
+constexpr size_t kMaxScan = 5000;
+// The longest Finish() waits for a server that keeps taking items.
+constexpr std::chrono::minutes kMaxFlush{5};
+
+std::string Seconds(std::chrono::milliseconds d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", static_cast<double>(d.count()) / 1000.0);
+  return b;
+}
+
+std::string Plural(size_t n, const std::string& what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+MlflowSink::MlflowSink(MlflowTarget target, Storage* storage, MlflowSinkOptions options)
+    : options_(options), uri_(target.connection.tracking_uri), storage_(storage) {
+  client_ = std::make_unique<MlflowClient>(target.connection, options_.request_timeout);
+  runs_ = std::make_unique<MlflowRuns>(client_.get(), storage_, std::move(target));
+  thread_ = std::thread([this] { Loop(); });
+}
+
+MlflowSink::~MlflowSink() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = abort_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void MlflowSink::Push(Item item) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return;
+    if (queue_.size() >= options_.max_queued) {
+      ++dropped_;
+      return;
+    }
+    queue_.push_back(std::move(item));
+  }
+  cv_.notify_all();
+}
+
+void MlflowSink::OnAttemptStarted(const Trial& t, const std::string&) {
+  Push({Kind::kTrialStart, t, {}, Now()});
+}
+
+void MlflowSink::OnReport(const Trial& t, const MetricReport& r) {
+  Item item{Kind::kReport, {}, r, r.time};
+  item.trial.id = t.id;
+  item.trial.number = t.number;
+  Push(std::move(item));
+}
+
+void MlflowSink::OnTrialFinished(const Trial& t, double time) { Push({Kind::kTrialEnd, t, {}, time}); }
+
+Status MlflowSink::Deliver(const std::vector<Item>& items) {
+  if (!runs_->connected()) {
+    TUNE_RETURN_IF_ERROR(runs_->Connect());
+    // The parent run is RUNNING while tune runs (again, after a resume).
+    bool created = false;
+    TUNE_ASSIGN_OR_RETURN(std::string parent, runs_->ParentRun(items.front().time, &created));
+    if (!created) TUNE_RETURN_IF_ERROR(client_->UpdateRun(parent, "RUNNING", std::nullopt));
+  }
+  const Item& first = items.front();
+  const int number = first.trial.number;
+  switch (first.kind) {
+    case Kind::kTrialStart: {
+      bool created = false;
+      TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time, &created));
+      TUNE_RETURN_IF_ERROR(
+          client_->LogBatch(run, {}, MlflowRuns::Params(first.trial), MlflowRuns::StartTags(first.trial)));
+      // A retried attempt or a resumed trial: its run ended earlier.
+      if (!created) TUNE_RETURN_IF_ERROR(client_->UpdateRun(run, "RUNNING", std::nullopt));
+      return Status::Ok();
+    }
+    case Kind::kReport: {
+      std::vector<MlflowMetric> metrics;
+      for (const Item& i : items) {
+        std::vector<MlflowMetric> m = MlflowRuns::Metrics(i.report);
+        metrics.insert(metrics.end(), m.begin(), m.end());
+      }
+      TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time));
+      return client_->LogBatch(run, metrics, {}, {});
+    }
+    case Kind::kTrialEnd: {
+      // The pruned rung and the error message live in the database only.
+      // The pruned rung, the error message and the end time as stored (what
+      // `tune export mlflow` sends too) live in the database.
+      TrialRecord record;
+      record.trial = first.trial;
+      double ended = first.time;
+      if (auto records = storage_->ListTrialRecords(runs_->experiment_id()); records.ok()) {
+        for (const TrialRecord& r : *records) {
+          if (r.trial.id != first.trial.id) continue;
+          record.pruned_rung = r.pruned_rung;
+          record.message = r.message;
+          ended = r.ended_at.value_or(ended);
+        }
+      }
+      TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time));
+      TUNE_RETURN_IF_ERROR(client_->LogBatch(run, {}, {}, MlflowRuns::EndTags(record)));
+      return client_->UpdateRun(run, MlflowRuns::RunStatus(first.trial.state), MlflowRuns::Millis(ended));
+    }
+    case Kind::kExperimentEnd: {
+      TUNE_ASSIGN_OR_RETURN(std::string parent, runs_->ParentRun(first.time));
+      TUNE_ASSIGN_OR_RETURN(MlflowRuns::ParentEnd end, runs_->ParentEndFromStorage(first.time));
+      TUNE_RETURN_IF_ERROR(client_->LogBatch(parent, end.metrics, {}, end.tags));
+      return client_->UpdateRun(parent, end.status, end.end_time_ms);
+    }
+  }
+  return Status::Ok();
+}
+
+// "trial 3's start", "4 reports of trial 3", ...
+std::string MlflowSink::Describe(const std::vector<Item>& items) {
+  const std::string trial = "trial " + std::to_string(items.front().trial.number);
+  switch (items.front().kind) {
+    case Kind::kTrialStart:
+      return trial + "'s start";
+    case Kind::kReport:
+      return Plural(items.size(), "report") + " of " + trial;
+    case Kind::kTrialEnd:
+      return trial + "'s end";
+    case Kind::kExperimentEnd:
+      return "the experiment's end";
+  }
+  return "";
+}
+
+void MlflowSink::Loop() {
+  std::chrono::milliseconds backoff = options_.backoff_initial;
+  std::unique_lock<std::mutex> lk(mu_);
+  while (true) {
+    cv_.wait(lk, [&] { return !queue_.empty() || stopping_; });
+    if (abort_ || queue_.empty()) break;
+    // The front item; if it is a report, the trial's next reports too (up
+    // to its next start or end, within log-batch's limits) go in the same
+    // batch. Items of other trials keep their places: each run still gets
+    // its items in order.
+    std::vector<size_t> picked{0};
+    std::vector<Item> items{queue_.front()};
+    if (items.front().kind == Kind::kReport) {
+      size_t metrics = items.front().report.values.size();
+      for (size_t i = 1; i < queue_.size() && i < kMaxScan; ++i) {
+        const Item& next = queue_[i];
+        if (next.trial.id != items.front().trial.id) continue;
+        if (next.kind != Kind::kReport ||
+            metrics + next.report.values.size() > MlflowClient::kMaxMetricsPerBatch) {
+          break;
+        }
+        metrics += next.report.values.size();
+        picked.push_back(i);
+        items.push_back(next);
+      }
+    }
+    Status st = Status::Ok();
+    if (broken_.empty()) {
+      lk.unlock();
+      st = Deliver(items);
+      lk.lock();
+    }
+    if (!st.ok() && st.code() == StatusCode::kUnavailable) {
+      // Try again after a pause, for as long as the run lasts.
+      last_error_ = st.message();
+      if (cv_.wait_for(lk, backoff, [&] { return abort_; })) break;
+      backoff = std::min(backoff * 2, options_.backoff_max);
+      continue;
+    }
+    backoff = options_.backoff_initial;
+    if (!st.ok()) {
+      if (!runs_->connected()) {
+        // Refused before anything was logged (credentials, a deleted
+        // experiment): nothing else can get through either.
+        broken_ = st.message();
+      } else if (problems_.size() < kMaxProblemLines) {
+        problems_.push_back("MLflow: " + Describe(items) + ": " + st.message());
+      } else {
+        ++more_problems_;
+      }
+    }
+    if (!broken_.empty()) ++refused_;
+    for (auto it = picked.rbegin(); it != picked.rend(); ++it)
+      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*it));
+    ++handled_;
+    cv_.notify_all();
+  }
+}
+
+std::vector<std::string> MlflowSink::Finish() {
+  if (finished_) return {};
+  finished_ = true;
+  Push({Kind::kExperimentEnd, {}, {}, Now()});
+  std::vector<std::string> out;
+  std::unique_lock<std::mutex> lk(mu_);
+  stopping_ = true;
+  cv_.notify_all();
+  // Waits while items get through (a server catching up after a restart
+  // may need longer than flush_timeout in all); gives up after flush_timeout
+  // without progress, or after kMaxFlush in all.
+  const auto hard = std::chrono::steady_clock::now() + kMaxFlush;
+  while (!queue_.empty()) {
+    const size_t seen = handled_;
+    const auto deadline = std::min(hard, std::chrono::steady_clock::now() + options_.flush_timeout);
+    if (!cv_.wait_until(lk, deadline, [&] { return queue_.empty() || handled_ != seen; })) break;
+    if (std::chrono::steady_clock::now() >= hard) break;
+  }
+  if (!queue_.empty()) abort_ = true;
+  cv_.notify_all();
+  lk.unlock();
+  thread_.join();
+  lk.lock();
+  const std::string hint = "; `tune export mlflow` sends what is missing once the server is reachable";
+  if (!broken_.empty()) out.push_back("MLflow at " + uri_ + ": nothing was logged: " + broken_);
+  out.insert(out.end(), problems_.begin(), problems_.end());
+  if (more_problems_ > 0) out.push_back("MLflow: " + Plural(more_problems_, "more item") + " refused");
+  if (!queue_.empty()) {
+    size_t starts = 0, reports = 0, ends = 0;
+    bool experiment_end = false;
+    for (const Item& i : queue_) {
+      starts += i.kind == Kind::kTrialStart;
+      reports += i.kind == Kind::kReport;
+      ends += i.kind == Kind::kTrialEnd;
+      experiment_end |= i.kind == Kind::kExperimentEnd;
+    }
+    std::string what;
+    auto add = [&](const std::string& w) { what += (what.empty() ? "" : ", ") + w; };
+    if (starts) add(Plural(starts, "trial start"));
+    if (reports) add(Plural(reports, "report"));
+    if (ends) add(Plural(ends, "trial end"));
+    if (experiment_end) add("the experiment's end");
+    out.push_back("MLflow at " + uri_ + ": " + what + " not delivered (nothing got through for " +
+                  Seconds(options_.flush_timeout) + " s after the run; last error: " + last_error_ + ")" + hint);
+  }
+  if (dropped_ > 0) {
+    out.push_back("MLflow at " + uri_ + ": " + Plural(dropped_, "item") + " dropped: the queue was full (" +
+                  std::to_string(options_.max_queued) + " items) while the server was unreachable" + hint);
+  }
+  return out;
+}
+
+}  // namespace tune::tracking

@@ -1,0 +1,34 @@
+// `tune export mlflow`: sends a stored experiment (finished or interrupted)
+// to an MLflow tracking server afterwards, as `"tracking": {"mlflow": ...}`
+// would have logged it during `tune run` (tracking/mlflow_runs.h), skipping
+// whatever the server has already: runs are found by the ids stored in the
+// database or by their tune.run_key tag, params and tags present with the
+// same value are not sent again, metric points are compared with each
+// metric's history by (step, timestamp). A second export sends nothing.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "tracking/mlflow_runs.h"
+#include "tuner/core/status.h"
+#include "tuner/experiment_spec.h"
+#include "tuner/storage/storage.h"
+
+namespace tune {
+
+// Where `spec`'s MLflow tracking goes: its tracking.mlflow section (an
+// empty one if it has none), `tracking_uri` (if not empty) instead of the
+// spec's URI, credentials from the environment (MlflowConnection).
+// InvalidArgument when there is no tracking URI at all.
+Result<tracking::MlflowTarget> MlflowTargetOf(const ExperimentSpec& spec, const std::string& tracking_uri = "");
+
+// Sends experiment `experiment` (empty: the newest) of `storage`. Its MLflow
+// settings come from the stored experiment.json; `tracking_uri`, if not
+// empty, overrides the URI. Unavailable when the server cannot be reached
+// (what was sent stays; running it again goes on). Prints one line saying
+// what it sent.
+Status ExportMlflow(Storage& storage, const std::string& experiment, const std::string& tracking_uri,
+                    std::ostream& out);
+
+}  // namespace tune
