@@ -247,6 +247,10 @@ Status KubernetesBackend::Preflight() {
   if (opts_.image.empty()) {
     return Status::InvalidArgument("backend.image: the kubernetes backend needs a container image");
   }
+  if (opts_.job_kind != "job") {
+    return Status::FailedPrecondition("backend.job_kind \"" + opts_.job_kind +
+                                      "\": tune run does not run this kind yet (tune render prints its manifests)");
+  }
   TUNE_ASSIGN_OR_RETURN(KubectlOutput client, kubectl_.Run({"version", "--client"}, "",
                                                            std::chrono::seconds(20)));
   if (client.exit_code != 0) {

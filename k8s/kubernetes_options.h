@@ -12,6 +12,13 @@ namespace tune {
 // into manifests as they are (they are validated by kubectl against the
 // real schema).
 struct KubernetesOptions {
+  // What one trial attempt runs as (k8s/workload.h): "job" (a batch/v1
+  // Indexed Job plus a headless Service), "pytorchjob" (kubeflow.org/v1,
+  // the Kubeflow training operator) or "trainjob" (trainer.kubeflow.org/
+  // v1alpha1, Kubeflow Trainer v2).
+  std::string job_kind = "job";
+  // trainjob: the ClusterTrainingRuntime its runtimeRef names.
+  std::string runtime_ref = "torch-distributed";
   std::string namespace_ = "default";
   std::string image;
   std::string image_pull_policy;         // empty: Kubernetes' default

@@ -8,10 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k8s/render_kubeflow.h"
+#include "k8s/render_parts.h"
+
 namespace tune {
 namespace {
 
 using nlohmann::json;
+using namespace render_internal;
 
 // The torchrun variables the backend sets itself; a user's env of the same
 // name is overridden.
@@ -38,6 +42,23 @@ std::string CpuQuantity(double cpu) {
   return std::to_string(m) + "m";
 }
 
+}  // namespace
+
+namespace render_internal {
+
+Status CheckCommon(const KubernetesOptions& opts, const LaunchSpec& spec, const std::string& name) {
+  if (opts.image.empty()) {
+    return Status::InvalidArgument("backend.image: the kubernetes backend needs a container image");
+  }
+  if (!IsDns1035Label(name) || name.size() > 52) {
+    return Status::InvalidArgument("Kubernetes object name '" + name +
+                                   "' is not a DNS-1035 label of at most 52 characters");
+  }
+  if (spec.workers < 1) return Status::InvalidArgument("trial.workers: expected at least 1");
+  if (spec.argv.empty()) return Status::InvalidArgument("trial.command: expected a non-empty argv");
+  return Status::Ok();
+}
+
 Result<json> ParseArray(const std::string& text, const char* key) {
   json j = json::parse(text.empty() ? "[]" : text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_array()) {
@@ -46,11 +67,76 @@ Result<json> ParseArray(const std::string& text, const char* key) {
   return j;
 }
 
+json Labels(const KubernetesOptions& opts, const LaunchSpec& spec) {
+  json labels = json::object();
+  for (const auto& [k, v] : opts.labels) labels[k] = v;
+  labels[kExperimentLabel] = ExperimentLabelValue(spec.experiment);
+  labels[kTrialLabel] = std::to_string(spec.trial_number);
+  labels[kTrialIdLabel] = std::to_string(spec.trial_id);
+  labels[kAttemptLabel] = std::to_string(spec.attempt);
+  return labels;
+}
+
+json Annotations(const KubernetesOptions& opts, const LaunchSpec& spec) {
+  json annotations = json::object();
+  for (const auto& [k, v] : opts.annotations) annotations[k] = v;
+  annotations[kExperimentAnnotation] = spec.experiment;
+  return annotations;
+}
+
+json Resources(const LaunchSpec& spec) {
+  json requests = json::object(), limits = json::object();
+  if (spec.cpu_per_worker > 0) requests["cpu"] = CpuQuantity(spec.cpu_per_worker);
+  if (!spec.memory_per_worker.empty()) {
+    requests["memory"] = spec.memory_per_worker;
+    limits["memory"] = spec.memory_per_worker;
+  }
+  if (spec.gpu_per_worker > 0) {
+    // Extended resources are requested through limits (requests must equal).
+    requests["nvidia.com/gpu"] = std::to_string(spec.gpu_per_worker);
+    limits["nvidia.com/gpu"] = std::to_string(spec.gpu_per_worker);
+  }
+  json resources = json::object();
+  if (!requests.empty()) resources["requests"] = requests;
+  if (!limits.empty()) resources["limits"] = limits;
+  return resources;
+}
+
+json Command(const LaunchSpec& spec) {
+  json command = json::array();
+  for (const std::string& a : spec.argv) command.push_back(EscapeForKubernetesExpansion(a));
+  return command;
+}
+
 json EnvVar(const std::string& name, const std::string& value) {
   return json{{"name", name}, {"value", EscapeForKubernetesExpansion(value)}};
 }
 
-}  // namespace
+json TrialEnv(const LaunchSpec& spec, const std::set<std::string>& excluded, const std::string& excluded_prefix) {
+  json env = json::array();
+  for (const auto& [k, v] : spec.env) {
+    if (excluded.count(k)) continue;
+    if (!excluded_prefix.empty() && k.rfind(excluded_prefix, 0) == 0) continue;
+    env.push_back(EnvVar(k, v));
+  }
+  return env;
+}
+
+Status AddPodOptions(const KubernetesOptions& opts, json* pod_spec) {
+  TUNE_ASSIGN_OR_RETURN(json tolerations, ParseArray(opts.tolerations_json, "tolerations"));
+  TUNE_ASSIGN_OR_RETURN(json volumes, ParseArray(opts.volumes_json, "volumes"));
+  if (!opts.service_account.empty()) (*pod_spec)["serviceAccountName"] = opts.service_account;
+  if (!opts.node_selector.empty()) {
+    json sel = json::object();
+    for (const auto& [k, v] : opts.node_selector) sel[k] = v;
+    (*pod_spec)["nodeSelector"] = sel;
+  }
+  if (!tolerations.empty()) (*pod_spec)["tolerations"] = tolerations;
+  if (!volumes.empty()) (*pod_spec)["volumes"] = volumes;
+  return Status::Ok();
+}
+
+}  // namespace render_internal
 
 std::string EscapeForKubernetesExpansion(const std::string& s) {
   std::string out;
@@ -89,29 +175,18 @@ std::string KubernetesObjectName(const std::string& experiment, int trial_number
 
 Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const LaunchSpec& spec,
                                          const std::string& object_name) {
-  if (opts.image.empty()) {
-    return Status::InvalidArgument("backend.image: the kubernetes backend needs a container image");
+  if (opts.job_kind == "pytorchjob") return RenderPyTorchJob(opts, spec, object_name);
+  if (opts.job_kind == "trainjob") return RenderTrainJob(opts, spec, object_name);
+  if (opts.job_kind != "job") {
+    return Status::InvalidArgument("backend.job_kind: expected job, pytorchjob or trainjob, got \"" +
+                                   opts.job_kind + "\"");
   }
-  if (!IsDns1035Label(object_name) || object_name.size() > 52) {
-    return Status::InvalidArgument("Kubernetes object name '" + object_name +
-                                   "' is not a DNS-1035 label of at most 52 characters");
-  }
-  if (spec.workers < 1) return Status::InvalidArgument("trial.workers: expected at least 1");
-  if (spec.argv.empty()) return Status::InvalidArgument("trial.command: expected a non-empty argv");
-  TUNE_ASSIGN_OR_RETURN(json tolerations, ParseArray(opts.tolerations_json, "tolerations"));
-  TUNE_ASSIGN_OR_RETURN(json volumes, ParseArray(opts.volumes_json, "volumes"));
+  TUNE_RETURN_IF_ERROR(CheckCommon(opts, spec, object_name));
   TUNE_ASSIGN_OR_RETURN(json mounts, ParseArray(opts.volume_mounts_json, "volume_mounts"));
 
   const std::string& name = object_name;
-  json labels = json::object();
-  for (const auto& [k, v] : opts.labels) labels[k] = v;
-  labels[kExperimentLabel] = ExperimentLabelValue(spec.experiment);
-  labels[kTrialLabel] = std::to_string(spec.trial_number);
-  labels[kTrialIdLabel] = std::to_string(spec.trial_id);
-  labels[kAttemptLabel] = std::to_string(spec.attempt);
-  json annotations = json::object();
-  for (const auto& [k, v] : opts.annotations) annotations[k] = v;
-  annotations[kExperimentAnnotation] = spec.experiment;
+  json labels = Labels(opts, spec);
+  json annotations = Annotations(opts, spec);
 
   // --- the headless Service: DNS records for the Job's pods -------------
   json service = {
@@ -128,10 +203,7 @@ Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const La
                                 {"targetPort", kMasterPort}, {"protocol", "TCP"}}})}}}};
 
   // --- the container ------------------------------------------------------
-  json env = json::array();
-  for (const auto& [k, v] : spec.env) {
-    if (!kDistributedEnv.count(k)) env.push_back(EnvVar(k, v));
-  }
+  json env = TrialEnv(spec, kDistributedEnv, "");
   env.push_back({{"name", "RANK"},
                  {"valueFrom",
                   {{"fieldRef",
@@ -142,29 +214,12 @@ Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const La
   env.push_back(EnvVar("MASTER_ADDR", name + "-0." + name));
   env.push_back(EnvVar("MASTER_PORT", std::to_string(kMasterPort)));
 
-  json requests = json::object(), limits = json::object();
-  if (spec.cpu_per_worker > 0) requests["cpu"] = CpuQuantity(spec.cpu_per_worker);
-  if (!spec.memory_per_worker.empty()) {
-    requests["memory"] = spec.memory_per_worker;
-    limits["memory"] = spec.memory_per_worker;
-  }
-  if (spec.gpu_per_worker > 0) {
-    // Extended resources are requested through limits (requests must equal).
-    requests["nvidia.com/gpu"] = std::to_string(spec.gpu_per_worker);
-    limits["nvidia.com/gpu"] = std::to_string(spec.gpu_per_worker);
-  }
-  json resources = json::object();
-  if (!requests.empty()) resources["requests"] = requests;
-  if (!limits.empty()) resources["limits"] = limits;
-
-  json command = json::array();
-  for (const std::string& a : spec.argv) command.push_back(EscapeForKubernetesExpansion(a));
   json container = {{"name", "trial"},
                     {"image", opts.image},
-                    {"command", command},
+                    {"command", Command(spec)},
                     {"env", env},
                     {"ports", json::array({{{"name", "rendezvous"}, {"containerPort", kMasterPort}}})},
-                    {"resources", resources},
+                    {"resources", Resources(spec)},
                     // A failed container's last log lines reach its status
                     // (the trial's failure message quotes the last one).
                     {"terminationMessagePolicy", "FallbackToLogsOnError"}};
@@ -175,14 +230,7 @@ Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const La
   json pod_spec = {{"restartPolicy", "Never"},
                    {"subdomain", name},
                    {"containers", json::array({container})}};
-  if (!opts.service_account.empty()) pod_spec["serviceAccountName"] = opts.service_account;
-  if (!opts.node_selector.empty()) {
-    json sel = json::object();
-    for (const auto& [k, v] : opts.node_selector) sel[k] = v;
-    pod_spec["nodeSelector"] = sel;
-  }
-  if (!tolerations.empty()) pod_spec["tolerations"] = tolerations;
-  if (!volumes.empty()) pod_spec["volumes"] = volumes;
+  TUNE_RETURN_IF_ERROR(AddPodOptions(opts, &pod_spec));
 
   // --- the Indexed Job -----------------------------------------------------
   json job_spec = {{"completionMode", "Indexed"},

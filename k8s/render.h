@@ -1,4 +1,6 @@
 // Rendering of one trial attempt as Kubernetes objects (SPEC section 6).
+// backend.job_kind picks the kind; this header describes "job", the
+// default, and k8s/render_kubeflow.h the Kubeflow kinds.
 //
 // A trial attempt is a headless Service plus a batch/v1 Job in Indexed
 // completion mode with completions = parallelism = workers. Pod i of the Job
@@ -46,8 +48,9 @@ std::string KubernetesObjectName(const std::string& experiment, int trial_number
 // value of a variable of the container.
 std::string EscapeForKubernetesExpansion(const std::string& s);
 
-// Renders the attempt as a kubectl-ready JSON `v1/List` holding the Service
-// and the Job, in that order. InvalidArgument if an option cannot be used
+// Renders the attempt as a kubectl-ready JSON `v1/List`. For job_kind "job":
+// the Service and the Job, in that order; "pytorchjob" and "trainjob": the
+// one object (k8s/render_kubeflow.h). InvalidArgument if an option cannot be used
 // (no image, tolerations/volumes that are not JSON arrays, workers < 1, a
 // name that is not a DNS-1035 label). The schema itself is left to kubectl's
 // validation. Every argv element and env value is written through

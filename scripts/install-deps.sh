@@ -23,7 +23,11 @@ pkgs=(
   libboost-dev libboost-filesystem-dev nlohmann-json3-dev libeigen3-dev
   libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2 bc time
   libpcre2-dev libutf8proc-dev libyaml-cpp-dev python3-venv
+  python3-yaml
   libcpp-httplib-dev libjs-chart.js
+  # The dashboard's browser tests (headless Chromium over DevTools): about
+  # 120 MB to fetch, 410 MB installed.
+  chromium python3-websocket
   clang libclang-rt-dev
 )
 if [ "$want_torch" = 1 ]; then

@@ -154,6 +154,7 @@ const TpeSampler::Ranking& TpeSampler::RankTrials(const History& history) {
   std::vector<Scored>& scored = scored_;
   scored.clear();
   int n = 0;
+  r.running = 0;
   for (size_t i = 0; i < history.size(); ++i) {
     const Trial& t = history[i];
     Scored s{0, 0, t.number, static_cast<int>(i)};
@@ -176,6 +177,7 @@ const TpeSampler::Ranking& TpeSampler::RankTrials(const History& history) {
                (t.state == TrialState::kRunning || t.state == TrialState::kPaused)) {
       s.step_key = kInf;
       s.value_key = kInf;
+      ++r.running;
     } else {
       continue;
     }
@@ -261,7 +263,8 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
 }
 
 int TpeSampler::CandidateCount(const std::vector<const Distribution*>& dists) const {
-  bool numerical = options_.n_ei_candidates_numerical > 0;
+  // ranking_ is the history's, as BuildSplit left it.
+  bool numerical = options_.n_ei_candidates_numerical > 0 && ranking_.running == 0;
   for (const Distribution* dist : dists)
     numerical = numerical && !std::holds_alternative<CategoricalDistribution>(*dist);
   return std::max(1, numerical ? options_.n_ei_candidates_numerical : options_.n_ei_candidates);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -101,7 +102,12 @@ MlflowClient::MlflowClient(MlflowConnection c, std::chrono::milliseconds timeout
   http_->client = std::make_unique<httplib::Client>(origin);
   const auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout - s);
-  http_->client->set_connection_timeout(s.count(), us.count());
+  // Connecting is quick or never (a host that is down); an answer from a
+  // busy server may take a while.
+  const auto connect = std::min(timeout, std::chrono::milliseconds(5000));
+  const auto cs = std::chrono::duration_cast<std::chrono::seconds>(connect);
+  http_->client->set_connection_timeout(cs.count(),
+                                        std::chrono::duration_cast<std::chrono::microseconds>(connect - cs).count());
   http_->client->set_read_timeout(s.count(), us.count());
   http_->client->set_write_timeout(s.count(), us.count());
   http_->client->set_keep_alive(true);

@@ -65,7 +65,9 @@ class MlflowClient {
   static constexpr size_t kMaxTagsPerBatch = 100;
   static constexpr size_t kMaxItemsPerBatch = 1000;
 
-  explicit MlflowClient(MlflowConnection c, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // `timeout`: for reading an answer (and sending); connecting gets at
+  // most 5 s of it.
+  explicit MlflowClient(MlflowConnection c, std::chrono::milliseconds timeout = std::chrono::seconds(30));
   ~MlflowClient();
 
   const MlflowConnection& connection() const { return c_; }

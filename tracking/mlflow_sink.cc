@@ -72,12 +72,13 @@ void MlflowSink::OnReport(const Trial& t, const MetricReport& r) {
 void MlflowSink::OnTrialFinished(const Trial& t, double time) { Push({Kind::kTrialEnd, t, {}, time}); }
 
 Status MlflowSink::Deliver(const std::vector<Item>& items) {
-  if (!runs_->connected()) {
-    TUNE_RETURN_IF_ERROR(runs_->Connect());
+  TUNE_RETURN_IF_ERROR(runs_->Connect());
+  if (!parent_running_) {
     // The parent run is RUNNING while tune runs (again, after a resume).
     bool created = false;
     TUNE_ASSIGN_OR_RETURN(std::string parent, runs_->ParentRun(items.front().time, &created));
     if (!created) TUNE_RETURN_IF_ERROR(client_->UpdateRun(parent, "RUNNING", std::nullopt));
+    parent_running_ = true;
   }
   const Item& first = items.front();
   const int number = first.trial.number;
@@ -228,7 +229,9 @@ std::vector<std::string> MlflowSink::Finish() {
   thread_.join();
   lk.lock();
   const std::string hint = "; `tune export mlflow` sends what is missing once the server is reachable";
-  if (!broken_.empty()) out.push_back("MLflow at " + uri_ + ": nothing was logged: " + broken_);
+  if (!broken_.empty()) {
+    out.push_back("MLflow at " + uri_ + ": nothing was logged (" + Plural(refused_, "item") + "): " + broken_);
+  }
   out.insert(out.end(), problems_.begin(), problems_.end());
   if (more_problems_ > 0) out.push_back("MLflow: " + Plural(more_problems_, "more item") + " refused");
   if (!queue_.empty()) {

@@ -31,10 +31,10 @@ namespace tune::tracking {
 
 struct MlflowSinkOptions {
   size_t max_queued = 100000;
-  std::chrono::milliseconds flush_timeout = std::chrono::seconds(15);
+  std::chrono::milliseconds flush_timeout = std::chrono::seconds(30);
   std::chrono::milliseconds backoff_initial = std::chrono::milliseconds(200);
   std::chrono::milliseconds backoff_max = std::chrono::seconds(5);
-  std::chrono::milliseconds request_timeout = std::chrono::seconds(10);
+  std::chrono::milliseconds request_timeout = std::chrono::seconds(30);
 };
 
 class MlflowSink : public TrackingSink {
@@ -70,6 +70,7 @@ class MlflowSink : public TrackingSink {
   Storage* storage_;
   std::unique_ptr<MlflowClient> client_;  // used by the delivery thread only
   std::unique_ptr<MlflowRuns> runs_;      // used by the delivery thread only
+  bool parent_running_ = false;           // delivery thread only: parent set RUNNING
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -101,8 +101,9 @@ struct TrialTemplate {
 
 struct BackendSpec {
   std::string type = "local";  // local | kubernetes
-  // What runs a trial on Kubernetes: "job" (a batch/v1 Indexed Job) is the
-  // one implemented; "pytorchjob" and "trainjob" are recognised and refused.
+  // What runs a trial on Kubernetes: "job" (a batch/v1 Indexed Job),
+  // "pytorchjob" (kubeflow.org/v1) or "trainjob" (trainer.kubeflow.org/
+  // v1alpha1); also in kubernetes.job_kind, which the backend reads.
   std::string job_kind = "job";
   double total_cpus = 0;       // local: CPU slots to use; 0 = all cores
   std::vector<std::string> gpus;  // local: GPU ids; empty = detect

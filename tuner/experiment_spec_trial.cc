@@ -314,12 +314,16 @@ Status ParseBackend(const Reader& r, const Json& v, const std::string& base_dir,
        "node_selector", "tolerations", "volumes", "volume_mounts", "labels", "annotations",
        "ttl_seconds_after_finished", "backoff_limit", "pending_timeout_s", "api_backoff_initial_s",
        "api_backoff_max_s", "api_call_timeout_s", "api_deadline_s", "kubeconfig",
-       "context", "kubectl"}));
+       "context", "kubectl", "runtime_ref"}));
   TUNE_RETURN_IF_ERROR(b.Enum("type", {"local", "kubernetes"}, &out->type));
   TUNE_RETURN_IF_ERROR(b.Enum("job_kind", {"job", "pytorchjob", "trainjob"}, &out->job_kind));
-  if (out->job_kind != "job") {
-    return Status::InvalidArgument(r.file() + ": " + b.PathOf("job_kind") + ": \"" + out->job_kind +
-                                   "\" is not implemented yet (every trial runs as a batch/v1 Indexed Job: \"job\")");
+  out->kubernetes.job_kind = out->job_kind;
+  TUNE_RETURN_IF_ERROR(b.String("runtime_ref", &out->kubernetes.runtime_ref));
+  if (b.Has("runtime_ref")) {
+    TUNE_RETURN_IF_ERROR(b.Expect(IsDnsSubdomain(out->kubernetes.runtime_ref), "runtime_ref",
+                                  "the name of a ClusterTrainingRuntime (RFC 1123 subdomain)"));
+    TUNE_RETURN_IF_ERROR(b.Expect(out->job_kind == "trainjob", "runtime_ref",
+                                  "no runtime_ref unless job_kind is \"trainjob\""));
   }
   TUNE_RETURN_IF_ERROR(b.Double("cpus", &out->total_cpus));
   TUNE_RETURN_IF_ERROR(b.Expect(!b.Has("cpus") || out->total_cpus > 0, "cpus",

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "dashboard/dashboard_command.h"
 #include "tuner/cli_commands.h"
 
 namespace {
@@ -128,6 +129,16 @@ int main(int argc, char** argv) {
   katib_cmd->add_option("experiment", import_path, "EXPERIMENT.yaml")->required();
   katib_cmd->add_option("-o,--output", import_out, "Write experiment.json here (default: stdout)");
 
+  tune::DashboardArgs dashboard;
+  auto* dashboard_cmd = app.add_subcommand("dashboard", "Serve the results as a live web page (read-only)");
+  dashboard_cmd->add_option("--db", dashboard.db_path, "SQLite results database (default: ./tune.db)");
+  dashboard_cmd->add_option("--host", dashboard.host, "Address to listen on")->default_val("127.0.0.1");
+  dashboard_cmd->add_option("--port", dashboard.port, "Port (0: any free one)")->default_val(8080);
+  tune::ReportArgs report;
+  auto* report_cmd = app.add_subcommand("report", "Write one experiment's views as one self-contained HTML file");
+  report_cmd->add_option("--db", report.db_path, "SQLite results database (default: ./tune.db)");
+  report_cmd->add_option("--experiment,-e", report.experiment, "Experiment name (default: the latest one)");
+  report_cmd->add_option("--out,-o", report.out_path, "The HTML file to write")->required();
   tune::CleanupArgs cleanup;
   auto* cleanup_cmd =
       app.add_subcommand("cleanup", "Delete the Kubernetes Jobs, Services and pods labelled with an experiment");
@@ -148,7 +159,7 @@ int main(int argc, char** argv) {
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       what = std::string("unknown command '") + argv[1] +
-             "' (expected run, validate, best, trials, importance, status, export, render, import or cleanup)";
+             "' (expected run, validate, best, trials, importance, status, dashboard, report, export, render, import or cleanup)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -170,6 +181,12 @@ int main(int argc, char** argv) {
     run.terminal = !run.quiet && isatty(STDOUT_FILENO);
     return tune::RunCommand(run, std::cout, std::cerr);
   }
+  if (*dashboard_cmd) {
+    // Read-only: Ctrl-C may end it at once; a client gone mid-answer is no signal.
+    signal(SIGPIPE, SIG_IGN);
+    return tune::DashboardCommand(dashboard, std::cout, std::cerr);
+  }
+  if (*report_cmd) return tune::ReportCommand(report, std::cout, std::cerr);
   if (*validate_cmd) return tune::ValidateCommand(validate_path, std::cout, std::cerr);
   if (*best_cmd) return tune::BestCommand(query, std::cout, std::cerr);
   if (*trials_cmd) return tune::TrialsCommand(query, std::cout, std::cerr);

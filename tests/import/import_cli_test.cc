@@ -85,11 +85,6 @@ TEST_CASE("import cli: every Katib example converts or fails with its reason", "
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK_FALSE(fs::exists(dir.path / "exp.json"));
   }
-  // PyTorchJob trials: converted, but job_kind "pytorchjob" does not run yet.
-  Run mnist = Tune(dir, "import katib " + Example("pytorchjob-mnist.yaml") + " -o exp.json");
-  CHECK(mnist.exit_code == 2);
-  CHECK(mnist.err.find("backend.job_kind: \"pytorchjob\" is not implemented yet") != std::string::npos);
-  CHECK_FALSE(fs::exists(dir.path / "exp.json"));
 }
 
 #ifdef TUNE_HAVE_K8S
@@ -102,6 +97,25 @@ TEST_CASE("import cli: a converted Job experiment renders its trial manifests", 
   CHECK(r.out.find("\"image\": \"ghcr.io/kubeflow/katib/pytorch-mnist-cpu:latest\"") != std::string::npos);
   CHECK(r.out.find("\"--lr=0.0") != std::string::npos);  // ${lr} sampled in [0.01, 0.05]
   CHECK(r.out.find("\"memory\": \"1Gi\"") != std::string::npos);
+}
+#endif
+
+#ifdef TUNE_HAVE_K8S
+TEST_CASE("import cli: Katib's pytorchjob-mnist becomes a pytorchjob experiment that tune render accepts",
+          "[import][cli]") {
+  TempDir dir;
+  Run mnist = Tune(dir, "import katib " + Example("pytorchjob-mnist.yaml") + " -o mnist.json");
+  INFO(mnist.err);
+  REQUIRE(mnist.exit_code == 0);
+  CHECK(Tune(dir, "validate mnist.json").exit_code == 0);
+  Run r = Tune(dir, "render mnist.json --trial 0");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("\"kind\": \"PyTorchJob\"") != std::string::npos);
+  CHECK(r.out.find("\"Master\": {") != std::string::npos);
+  CHECK(r.out.find("\"Worker\": {") != std::string::npos);
+  CHECK(r.out.find("\"name\": \"pytorch\"") != std::string::npos);
+  CHECK(r.out.find("\"cleanPodPolicy\": \"All\"") != std::string::npos);
 }
 #endif
 

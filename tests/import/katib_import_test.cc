@@ -149,9 +149,7 @@ TEST_CASE("import katib: median-stop.yaml becomes the median stopping rule", "[i
 }
 
 TEST_CASE("import katib: pytorchjob-mnist.yaml becomes a 2-worker pytorchjob experiment", "[import][katib]") {
-  // backend.job_kind "pytorchjob" is read by the spec parser but not yet
-  // run: the conversion is checked here, the refusal below.
-  Converted c = Import(Fixture("pytorchjob-mnist.yaml"), "pytorchjob-mnist.yaml", /*must_parse=*/false);
+  Converted c = Import(Fixture("pytorchjob-mnist.yaml"), "pytorchjob-mnist.yaml");
   CHECK(c.json["backend"]["job_kind"] == "pytorchjob");
   CHECK(c.json["trial"]["workers"] == 2);
   CHECK(c.json["trial"]["command"].back() == "--momentum=${momentum}");
@@ -159,10 +157,11 @@ TEST_CASE("import katib: pytorchjob-mnist.yaml becomes a 2-worker pytorchjob exp
   // The Worker's template is the Master's: nothing to say about it.
   CHECK_FALSE(HasNote(c, "spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecs.Worker.template"));
   auto spec = tune::ParseExperimentSpec(c.json.dump(), "mnist.json");
-  REQUIRE_FALSE(spec.ok());
-  CHECK(spec.status().message() ==
-        "mnist.json: backend.job_kind: \"pytorchjob\" is not implemented yet (every trial runs as a batch/v1 "
-        "Indexed Job: \"job\")");
+  INFO(spec.status().message());
+  REQUIRE(spec.ok());
+  CHECK(spec->backend.job_kind == "pytorchjob");
+  CHECK(spec->backend.kubernetes.job_kind == "pytorchjob");
+  CHECK(spec->trial.workers == 2);
 }
 
 TEST_CASE("import katib: algorithms tune does not have are errors naming what it offers", "[import][katib]") {
@@ -321,9 +320,11 @@ TEST_CASE("spec: backend.job_kind is recognised; only job runs today", "[import]
   auto job = parse("job");
   REQUIRE(job.ok());
   CHECK(job->backend.job_kind == "job");
-  CHECK(parse("trainjob").status().message() ==
-        "k.json: backend.job_kind: \"trainjob\" is not implemented yet (every trial runs as a batch/v1 Indexed Job: "
-        "\"job\")");
+  for (const char* kind : {"pytorchjob", "trainjob"}) {
+    auto k = parse(kind);
+    REQUIRE(k.ok());
+    CHECK(k->backend.kubernetes.job_kind == kind);
+  }
   CHECK(parse("mpijob").status().message().find("backend.job_kind: expected") != std::string::npos);
 }
 

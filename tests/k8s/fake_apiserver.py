@@ -115,6 +115,93 @@ def not_found(plural, group, name):
 
 
 # ---------------------------------------------------------------------------
+# CustomResourceDefinitions (--crd FILE): served as a cluster serves them
+
+CRD_SCHEMAS = {}  # (group, version, kind) -> OpenAPI v3 schema of the CRD
+CRD_KINDS = set()  # (group, kind) of the custom resources served
+RUNTIMES = {}  # ClusterTrainingRuntime name -> object (for the TrainJob operator)
+
+
+def _v2_schema(s):
+    """A CRD's structural OpenAPI v3 schema as the API server publishes it in
+    OpenAPI v2 (apiextensions-apiserver's ToStructuralOpenAPIV2): no
+    anyOf/oneOf/allOf/not, and a nullable, x-kubernetes-preserve-unknown-fields
+    or x-kubernetes-embedded-resource node loses its type, properties and
+    items (kubectl then accepts anything there); x-kubernetes-int-or-string
+    has no type."""
+    if not isinstance(s, dict):
+        return s
+    out = {k: v for k, v in s.items()
+           if k not in ("anyOf", "oneOf", "allOf", "not", "nullable", "x-kubernetes-validations",
+                        "description")}
+    if s.get("nullable") or s.get("x-kubernetes-preserve-unknown-fields") or \
+            s.get("x-kubernetes-embedded-resource"):
+        for k in ("type", "properties", "items", "x-kubernetes-preserve-unknown-fields",
+                  "x-kubernetes-embedded-resource"):
+            out.pop(k, None)
+    if s.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+    if "properties" in out:
+        out["properties"] = {k: _v2_schema(v) for k, v in out["properties"].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = _v2_schema(out["items"])
+    if isinstance(out.get("additionalProperties"), dict):
+        out["additionalProperties"] = _v2_schema(out["additionalProperties"])
+    return out
+
+
+def load_crds(paths):
+    """Serves the CustomResourceDefinitions in the YAML files `paths`:
+    discovery, storage, and their schemas for /openapi/v2. Other documents
+    of kind ClusterTrainingRuntime are the runtimes TrainJobs may name."""
+    import yaml  # PyYAML (python3-yaml); only needed with --crd
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for path in paths:
+        with open(path) as f:
+            docs = [d for d in yaml.load_all(f, Loader=loader) if d]
+        for d in docs:
+            if d.get("kind") == "ClusterTrainingRuntime":
+                RUNTIMES[d["metadata"]["name"]] = d
+                continue
+            if d.get("kind") != "CustomResourceDefinition":
+                raise SystemExit("fake_apiserver: %s: expected CustomResourceDefinition documents, got %s"
+                                 % (path, d.get("kind")))
+            spec = d["spec"]
+            group, names = spec["group"], spec["names"]
+            namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+            for v in spec["versions"]:
+                if not v.get("served", True):
+                    continue
+                RESOURCES[(group, v["name"], names["plural"])] = (
+                    names["kind"], namespaced, names.get("shortNames", []))
+                if "status" in v.get("subresources", {}):
+                    SUBRESOURCES[(group, v["name"], names["plural"] + "/status")] = names["kind"]
+                CRD_SCHEMAS[(group, v["name"], names["kind"])] = v["schema"]["openAPIV3Schema"]
+            CRD_KINDS.add((group, names["kind"]))
+            PLURAL_OF[names["kind"]] = names["plural"]
+
+
+def crd_definitions():
+    """OpenAPI v2 definitions of the served CRDs, named as the API server
+    names them (`org.kubeflow.v1.PyTorchJob`), with their GVK extension."""
+    defs = {}
+    for (group, version, kind), schema in CRD_SCHEMAS.items():
+        prefix = ".".join(reversed(group.split("."))) + "." + version + "."
+        d = _v2_schema(schema)
+        d.setdefault("properties", {})["metadata"] = {
+            "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+        d["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": version}]
+        defs[prefix + kind] = d
+        defs[prefix + kind + "List"] = {
+            "type": "object", "required": ["items"],
+            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                           "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"},
+                           "items": {"type": "array", "items": {"$ref": "#/definitions/" + prefix + kind}}},
+            "x-kubernetes-group-version-kind": [{"group": group, "kind": kind + "List", "version": version}]}
+    return defs
+
+
+# ---------------------------------------------------------------------------
 # OpenAPI v2 as protobuf (gnostic openapiv2/OpenAPIv2.proto), for kubectl
 
 def _varint(n):
@@ -1102,9 +1189,13 @@ def discovery_resources(group, version):
 
 
 def groups():
-    names = sorted({g for (g, _, _) in RESOURCES if g})
-    return [{"name": g, "versions": [{"groupVersion": g + "/v1", "version": "v1"}],
-             "preferredVersion": {"groupVersion": g + "/v1", "version": "v1"}} for g in names]
+    versions = {}
+    for (g, v, _) in RESOURCES:
+        if g and v not in versions.setdefault(g, []):
+            versions[g].append(v)
+    return [{"name": g, "versions": [{"groupVersion": g + "/" + v, "version": v} for v in vs],
+             "preferredVersion": {"groupVersion": g + "/" + vs[0], "version": vs[0]}}
+            for g, vs in sorted(versions.items())]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -1485,15 +1576,19 @@ def main():
     ap.add_argument("--log-stream-max-seconds", type=float, default=0,
                     help="end every followed log stream after this long (tests reconnects)")
     ap.add_argument("--faults", default=None, help="JSON file of faults to inject (see Faults)")
+    ap.add_argument("--crd", action="append", default=[],
+                    help="YAML file of CustomResourceDefinitions to serve (and ClusterTrainingRuntimes)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     if args.work_dir is None:
         args.work_dir = os.path.dirname(os.path.abspath(args.kubeconfig))
     os.makedirs(args.work_dir, exist_ok=True)
 
+    load_crds(args.crd)
     with open(args.openapi, "rb") as f:
-        Handler.openapi_json = f.read()
-    doc = json.loads(Handler.openapi_json)
+        doc = json.loads(f.read())
+    doc["definitions"].update(crd_definitions())
+    Handler.openapi_json = json.dumps(doc).encode()
     doc.pop("paths", None)  # no paths: kubectl then validates on the client
     Handler.openapi_pb = openapi_v2_protobuf(doc)
 

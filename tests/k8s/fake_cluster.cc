@@ -23,6 +23,12 @@ std::string MakeTempDir(const std::string& prefix) {
   return tmpl;
 }
 
+std::vector<std::string> KubeflowFlags() {
+  const std::string crds = TUNE_SOURCE_DIR "/tests/k8s/crds/";
+  return {"--crd", crds + "kubeflow.org_pytorchjobs.yaml", "--crd", crds + "trainer.kubeflow.org_trainjobs.yaml",
+          "--crd", crds + "torch_distributed_runtime.yaml"};
+}
+
 FakeCluster::FakeCluster(std::vector<std::string> extra) {
   dir_ = MakeTempDir("tune_k8s_");
   kubeconfig_ = dir_ + "/kubeconfig.json";

@@ -42,6 +42,12 @@ class FakeCluster {
   boost::process::child server_;
 };
 
+// fake_apiserver.py flags that make it a cluster with the Kubeflow
+// operators: it serves the PyTorchJob and TrainJob CRDs of tests/k8s/crds/
+// (kubectl validates against their schemas) and the torch-distributed
+// ClusterTrainingRuntime. Without them it serves neither kind.
+std::vector<std::string> KubeflowFlags();
+
 // A fresh temporary directory (mkdtemp under $TMPDIR or /tmp).
 std::string MakeTempDir(const std::string& prefix);
 

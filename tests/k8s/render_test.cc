@@ -195,5 +195,127 @@ TEST_CASE("unusable options are InvalidArgument", "[k8s][render]") {
   CHECK_FALSE(RenderTrialManifests(o, s, "x-t1-a0").ok());
 }
 
+TEST_CASE("a pytorchjob trial is one PyTorchJob: a Master and workers - 1 Workers", "[k8s][render][kubeflow]") {
+  KubernetesOptions o;
+  o.job_kind = "pytorchjob";
+  o.image = "registry.example/tune:1";
+  o.service_account = "trainer";
+  o.node_selector = {{"pool", "gpu"}};
+  o.volumes_json = R"([{"name":"data","persistentVolumeClaim":{"claimName":"tune-data"}}])";
+  o.volume_mounts_json = R"([{"name":"data","mountPath":"/data"}])";
+  o.labels = {{"team", "nlp"}};
+  o.ttl_seconds_after_finished = 600;
+  LaunchSpec s = TwoWorkerSpec();
+  s.workers = 3;
+  s.env["MASTER_PORT"] = "1";
+  s.env["PET_NNODES"] = "9";
+  s.env["WORLD_SIZE"] = "9";
+  json list = json::parse(*RenderTrialManifests(o, s, "lora-asha-t3-a1"));
+  REQUIRE(list["items"].size() == 1);  // the operator makes the Services
+  const json& job = list["items"][0];
+  CHECK(job["apiVersion"] == "kubeflow.org/v1");
+  CHECK(job["kind"] == "PyTorchJob");
+  CHECK(job["metadata"]["name"] == "lora-asha-t3-a1");
+  const json& rp = job["spec"]["runPolicy"];
+  CHECK(rp["backoffLimit"] == 0);
+  CHECK(rp["activeDeadlineSeconds"] == 91);
+  CHECK(rp["cleanPodPolicy"] == "All");
+  CHECK(rp["ttlSecondsAfterFinished"] == 600);
+  const json& replicas = job["spec"]["pytorchReplicaSpecs"];
+  REQUIRE(replicas.size() == 2);
+  CHECK(replicas["Master"]["replicas"] == 1);
+  CHECK(replicas["Worker"]["replicas"] == 2);
+  for (const char* type : {"Master", "Worker"}) {
+    INFO(type);
+    const json& r = replicas[type];
+    CHECK(r["restartPolicy"] == "Never");
+    for (const json* md : {&job["metadata"], &r["template"]["metadata"]}) {
+      CHECK((*md)["labels"]["tune.io/experiment"] == "lora-asha");
+      CHECK((*md)["labels"]["tune.io/trial-id"] == "42");
+      CHECK((*md)["labels"]["tune.io/attempt"] == "1");
+      CHECK((*md)["labels"]["team"] == "nlp");
+    }
+    const json& pod = r["template"]["spec"];
+    CHECK(pod["serviceAccountName"] == "trainer");
+    CHECK(pod["nodeSelector"]["pool"] == "gpu");
+    CHECK(pod["volumes"][0]["name"] == "data");
+    CHECK_FALSE(pod.contains("subdomain"));
+    REQUIRE(pod["containers"].size() == 1);
+    const json& c = pod["containers"][0];
+    CHECK(c["name"] == "pytorch");  // the name the operator and Katib look for
+    CHECK(c["image"] == "registry.example/tune:1");
+    CHECK(c["command"] == json({"lora_train", "--lr", "0.001"}));
+    CHECK(c["workingDir"] == "/data");
+    CHECK(c["volumeMounts"][0]["mountPath"] == "/data");
+    CHECK(c["resources"]["requests"]["cpu"] == "1500m");
+    CHECK(c["resources"]["limits"]["nvidia.com/gpu"] == "1");
+    auto env = EnvOf(c);
+    // The operator's variables are the operator's to set.
+    for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PET_NNODES"}) {
+      CHECK_FALSE(env.count(name));
+    }
+    CHECK(env["LOCAL_RANK"]["value"] == "0");
+    CHECK(env["LOCAL_WORLD_SIZE"]["value"] == "1");
+    CHECK(env["TUNE_TRIAL_ID"]["value"] == "42");
+    CHECK(env["OMP_NUM_THREADS"]["value"] == "1");
+  }
+  const json& master = replicas["Master"]["template"]["spec"]["containers"][0];
+  CHECK(master["ports"] == json::parse(R"([{"name": "pytorchjob-port", "containerPort": 23456}])"));
+  CHECK_FALSE(replicas["Worker"]["template"]["spec"]["containers"][0].contains("ports"));
+
+  s.workers = 1;
+  json single = json::parse(*RenderTrialManifests(o, s, "lora-asha-t3-a1"));
+  CHECK(single["items"][0]["spec"]["pytorchReplicaSpecs"].size() == 1);  // a Master alone
+  s.timeout_s = 0;
+  o.ttl_seconds_after_finished.reset();
+  json plain = json::parse(*RenderTrialManifests(o, s, "lora-asha-t3-a1"));
+  CHECK(plain["items"][0]["spec"]["runPolicy"] == json::parse(R"({"backoffLimit": 0, "cleanPodPolicy": "All"})"));
+}
+
+TEST_CASE("a trainjob trial is one TrainJob naming its runtime", "[k8s][render][kubeflow]") {
+  KubernetesOptions o;
+  o.job_kind = "trainjob";
+  o.image = "registry.example/tune:1";
+  o.tolerations_json = R"([{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}])";
+  o.volume_mounts_json = R"([{"name":"data","mountPath":"/data"}])";
+  o.volumes_json = R"([{"name":"data","persistentVolumeClaim":{"claimName":"tune-data"}}])";
+  LaunchSpec s = TwoWorkerSpec();
+  s.env["PET_NODE_RANK"] = "3";
+  json list = json::parse(*RenderTrialManifests(o, s, "lora-asha-t3-a1"));
+  REQUIRE(list["items"].size() == 1);
+  const json& job = list["items"][0];
+  CHECK(job["apiVersion"] == "trainer.kubeflow.org/v1alpha1");
+  CHECK(job["kind"] == "TrainJob");
+  CHECK(job["metadata"]["labels"]["tune.io/trial"] == "3");
+  const json& spec = job["spec"];
+  CHECK(spec["runtimeRef"]["name"] == "torch-distributed");
+  CHECK(spec["runtimeRef"]["kind"] == "ClusterTrainingRuntime");
+  CHECK(spec["labels"]["tune.io/experiment"] == "lora-asha");
+  const json& t = spec["trainer"];
+  CHECK(t["image"] == "registry.example/tune:1");
+  CHECK(t["command"] == json({"lora_train", "--lr", "0.001"}));
+  CHECK(t["numNodes"] == 2);
+  CHECK(t["resourcesPerNode"]["requests"]["memory"] == "4Gi");
+  auto env = EnvOf(t);
+  CHECK(env["TUNE_TRIAL_ID"]["value"] == "42");
+  CHECK_FALSE(env.count("RANK"));
+  CHECK_FALSE(env.count("PET_NODE_RANK"));
+  const json& ov = spec["podSpecOverrides"][0];
+  CHECK(ov["targetJobs"] == json::parse(R"([{"name": "trainer-node"}])"));
+  CHECK(ov["tolerations"][0]["key"] == "nvidia.com/gpu");
+  CHECK(ov["volumes"][0]["name"] == "data");
+  CHECK(ov["containers"][0]["name"] == "trainer");
+  CHECK(ov["containers"][0]["volumeMounts"][0]["mountPath"] == "/data");
+
+  o.runtime_ref = "my-runtime";
+  o.tolerations_json = o.volumes_json = o.volume_mounts_json = "[]";
+  json other = json::parse(*RenderTrialManifests(o, s, "lora-asha-t3-a1"));
+  CHECK(other["items"][0]["spec"]["runtimeRef"]["name"] == "my-runtime");
+  CHECK_FALSE(other["items"][0]["spec"].contains("podSpecOverrides"));
+  o.job_kind = "mpijob";
+  CHECK(RenderTrialManifests(o, s, "lora-asha-t3-a1").status().message().find("backend.job_kind") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace tune

@@ -142,5 +142,79 @@ TEST_CASE("kubectl's validation rejects a misspelled field and a wrong type", "[
   CHECK(cluster.Names("jobs,services", "tune.io/experiment").empty());
 }
 
+TEST_CASE("rendered PyTorchJobs and TrainJobs validate against the Kubeflow CRDs' schemas", "[k8s][validate][kubeflow]") {
+  FakeCluster cluster(testing::KubeflowFlags());
+  Kubectl kubectl = cluster.Cli();
+  for (const char* kind : {"pytorchjob", "trainjob"}) {
+    for (int workers : {1, 3}) {
+      for (bool full : {false, true}) {
+        KubernetesOptions o = full ? FullOptions(cluster.Options()) : cluster.Options();
+        o.job_kind = kind;
+        LaunchSpec s = Spec(workers);
+        if (!full) s.gpu_per_worker = 0;
+        auto text = RenderTrialManifests(o, s, KubernetesObjectName(s.experiment, s.trial_number, workers));
+        REQUIRE(text.ok());
+        for (const char* mode : {"--dry-run=client", "--dry-run=server"}) {
+          auto r = kubectl.Run({"create", mode, "--validate=strict", "-f", "-", "-o", "name"}, *text);
+          REQUIRE(r.ok());
+          INFO(kind << " " << mode << " workers=" << workers << " full=" << full << ": " << r->err);
+          CHECK(r->exit_code == 0);
+          CHECK(r->out == std::string(kind == std::string("pytorchjob") ? "pytorchjob.kubeflow.org"
+                                                                        : "trainjob.trainer.kubeflow.org") +
+                              "/validation-t2-a" + std::to_string(workers) + "\n");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("kubectl rejects a wrong field of a PyTorchJob or TrainJob, as a cluster with the CRDs does",
+          "[k8s][validate][kubeflow]") {
+  FakeCluster cluster(testing::KubeflowFlags());
+  Kubectl kubectl = cluster.Cli();
+  KubernetesOptions o = FullOptions(cluster.Options());
+  auto rejected = [&](const json& list, const std::string& what) {
+    auto r = kubectl.Run({"create", "--dry-run=client", "--validate=strict", "-f", "-"}, list.dump());
+    REQUIRE(r.ok());
+    INFO(r->err);
+    CHECK(r->exit_code != 0);
+    CHECK(r->err.find(what) != std::string::npos);
+  };
+  o.job_kind = "pytorchjob";
+  json pj = json::parse(*RenderTrialManifests(o, Spec(2), "bad-t0-a0"));
+  json misspelled = pj;
+  misspelled["items"][0]["spec"]["runPolicy"]["cleanPodPolcy"] = "All";
+  rejected(misspelled, "unknown field \"cleanPodPolcy\"");
+  json in_pod = pj;  // the pod template inside the CRD is checked as deeply as a Job's
+  in_pod["items"][0]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["imagePulPolicy"] =
+      "Always";
+  rejected(in_pod, "unknown field \"imagePulPolicy\"");
+  json wrong_type = pj;
+  wrong_type["items"][0]["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "one";
+  rejected(wrong_type, "replicas: got \"string\", expected \"integer\"");
+
+  o.job_kind = "trainjob";
+  json tj = json::parse(*RenderTrialManifests(o, Spec(2), "bad-t0-a0"));
+  json trainer = tj;
+  trainer["items"][0]["spec"]["trainer"]["numNode"] = 2;
+  rejected(trainer, "unknown field \"numNode\"");
+  json no_ref = tj;
+  no_ref["items"][0]["spec"].erase("runtimeRef");
+  rejected(no_ref, "missing required field \"runtimeRef\"");
+
+  // Nothing was sent.
+  CHECK(cluster.Names("pytorchjobs.kubeflow.org,trainjobs.trainer.kubeflow.org", "tune.io/experiment").empty());
+}
+
+TEST_CASE("without the Kubeflow CRDs the cluster serves neither kind", "[k8s][validate][kubeflow]") {
+  FakeCluster cluster;
+  KubernetesOptions o = cluster.Options();
+  o.job_kind = "pytorchjob";
+  auto r = cluster.Cli().Run({"create", "--dry-run=server", "-f", "-"}, *RenderTrialManifests(o, Spec(2), "x-t0-a0"));
+  REQUIRE(r.ok());
+  CHECK(r->exit_code != 0);
+  CHECK(r->err.find("no matches for kind \"PyTorchJob\" in version \"kubeflow.org/v1\"") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace tune

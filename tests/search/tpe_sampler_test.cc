@@ -103,6 +103,33 @@ TEST_CASE("TPE draws n_ei_candidates_numerical candidates only where no paramete
   }
 }
 
+TEST_CASE("TPE draws n_ei_candidates_numerical candidates only while no trial is in flight", "[tpe]") {
+  // A finished history, then the same with trials running (the constant
+  // liar's): with trials in flight the count is n_ei_candidates, so 128 and
+  // 24 propose the same point; with none in flight they differ.
+  History finished = [] {
+    TpeSampler warmup(Options(3, true));
+    return RunSequential(warmup, Plane(), 3, 30, Bowl);
+  }();
+  History in_flight = finished;
+  for (int i = 0; i < 3; ++i) in_flight.push_back(MakeTrial(100 + i, TrialState::kRunning, finished[i].params));
+  for (bool multivariate : {false, true}) {
+    INFO("multivariate " << multivariate);
+    auto propose = [&](int n_ei_numerical, const History& h) {
+      std::vector<ParamMap> p;
+      for (uint64_t seed = 0; seed < 8; ++seed) {
+        TpeSamplerOptions o = Options(seed, multivariate);
+        o.n_ei_candidates_numerical = n_ei_numerical;
+        TpeSampler tpe(o);
+        p.push_back(SampleTrial(tpe, Plane(), h));
+      }
+      return p;
+    };
+    CHECK(propose(128, in_flight) == propose(24, in_flight));
+    CHECK(propose(128, finished) != propose(24, finished));
+  }
+}
+
 TEST_CASE("TPE draws exactly like RandomSampler during the startup phase", "[tpe]") {
   const SearchSpace space = Plane();
   for (bool multivariate : {false, true}) {

@@ -41,10 +41,11 @@ class Env {
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
-// A loopback HTTP server recording every request; answers `answer` to all.
+// A loopback HTTP server recording every request; answers every one with
+// `status` and `body`.
 class StandIn {
  public:
-  StandIn() {
+  explicit StandIn(int status = 200, std::string body = "{}") : status_(status), body_(std::move(body)) {
     server_.Post(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) { Record(req, res); });
     server_.Get(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) { Record(req, res); });
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -67,8 +68,11 @@ class StandIn {
   void Record(const httplib::Request& req, httplib::Response& res) {
     std::lock_guard<std::mutex> lk(mu_);
     seen_.push_back({req.path, req.get_header_value("Authorization"), req.body});
-    res.set_content("{}", "application/json");
+    res.status = status_;
+    res.set_content(body_, "application/json");
   }
+  int status_;
+  std::string body_;
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
@@ -200,6 +204,34 @@ TEST_CASE("mlflow: with no server the sink returns at once and lists what it cou
   CHECK(lines[0].find("no answer (Connection error)") != std::string::npos);  // the last error
   CHECK(lines[1].find("3 items dropped: the queue was full (4 items)") != std::string::npos);
   CHECK(lines[1].find("tune export mlflow") != std::string::npos);
+}
+
+TEST_CASE("mlflow: a refused login stops the logging at once and says so in one line", "[tracking][mlflow]") {
+  StandIn server(401, R"({"error_code": "UNAUTHENTICATED", "message": "You are not authenticated."})");
+  testing::TempDir dir;
+  auto storage = OpenSqliteStorage(dir.File("t.db"));
+  REQUIRE(storage.ok());
+  ExperimentId e = *(*storage)->CreateExperiment("exp", "{}", 1);
+  Trial t = *(*storage)->CreateTrial(e, {{"lr", 0.5}});
+  MlflowTarget target;
+  target.connection.tracking_uri = server.uri();
+  target.tune_experiment = "exp";
+  target.objective_metric = "loss";
+  MlflowSink sink(target, storage->get());
+  sink.OnAttemptStarted(t, dir.File("trial"));
+  MetricReport r;
+  r.step = 1;
+  r.values["loss"] = 0.25;
+  sink.OnReport(t, r);
+  t.state = TrialState::kCompleted;
+  sink.OnTrialFinished(t, 1700000010);
+  std::vector<std::string> lines = sink.Finish();
+  INFO(::Catch::Detail::stringify(lines));
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("nothing was logged (4 items): MLflow experiments/get-by-name at " + server.uri() +
+                      ": HTTP 401 UNAUTHENTICATED: You are not authenticated. (check MLFLOW_TRACKING_TOKEN") !=
+        std::string::npos);
+  CHECK(server.seen().size() == 1);  // one try, not one per item
 }
 
 }  // namespace

@@ -355,7 +355,7 @@ TEST_CASE("tracking.mlflow: every trial is a child run with its params, reports 
   REQUIRE(down.code == 0);
   CHECK(down.out.find("tune: tracking: not delivered: MLflow at http://127.0.0.1:" + std::to_string(closed) +
                       ": 3 trial starts, ") != std::string::npos);
-  CHECK(down.out.find("the experiment's end not delivered (nothing got through for 15 s after the run; last "
+  CHECK(down.out.find("the experiment's end not delivered (nothing got through for 30 s after the run; last "
                       "error: MLflow experiments/get-by-name at http://127.0.0.1:" +
                       std::to_string(closed) + ": no answer (Connection error))") != std::string::npos);
 

@@ -793,6 +793,43 @@ Result<std::map<int, std::string>> SqliteStorage::ListTrackingRuns(ExperimentId 
 
 }  // namespace
 
+Result<std::unique_ptr<Storage>> OpenSqliteStorageReadOnly(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::NotFound(path + ": no such database file");
+  try {
+    auto db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX,
+                                                 kBusyTimeoutMs);
+    std::string check = db->execAndGet("PRAGMA quick_check(1)").getString();
+    if (check != "ok") {
+      for (char& c : check) c = c == '\n' ? ' ' : c;
+      return Status::FailedPrecondition(path + ": the database file is corrupt (SQLite's quick_check: " + check +
+                                        "); restore it from a copy");
+    }
+    const int version = db->execAndGet("PRAGMA user_version").getInt();
+    if (version == 0) {
+      return Status::FailedPrecondition(path + ": is not a tune results database (it has no tune schema version)");
+    }
+    if (version != internal::kSchemaVersion) {
+      return Status::FailedPrecondition(
+          path + ": the database has schema version " + std::to_string(version) + " but this tune reads version " +
+          std::to_string(internal::kSchemaVersion) +
+          (version < internal::kSchemaVersion ? "; upgrade it once with a writing command (tune status)"
+                                              : "; use a newer tune"));
+    }
+    return std::unique_ptr<Storage>(new SqliteStorage(std::move(db), path));
+  } catch (const SQLite::Exception& e) {
+    if (e.getErrorCode() == SQLITE_NOTADB) return Status::FailedPrecondition(path + ": is not an SQLite database");
+    if (e.getErrorCode() == SQLITE_CORRUPT) {
+      return Status::FailedPrecondition(path + ": the database file is corrupt (" + std::string(e.what()) +
+                                        "); restore it from a copy");
+    }
+    if (e.getErrorCode() == SQLITE_CANTOPEN) {
+      return Status::NotFound(path + ": cannot open the database file: " + e.what());
+    }
+    return Status::Internal(path + ": cannot open the database: " + e.what());
+  }
+}
+
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
                                                    bool create_if_missing) {
   std::error_code ec;

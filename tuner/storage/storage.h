@@ -141,4 +141,12 @@ class Storage {
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
                                                    bool create_if_missing = true);
 
+// Opens an existing database for reading only (the dashboard): SQLite's
+// read-only mode, so nothing is ever written to it, and in WAL mode it
+// never blocks `tune run`. Missing file: NotFound. A file that fails
+// quick_check, is not SQLite, is not a tune database or has another schema
+// version (this never upgrades one): FailedPrecondition, one sentence
+// naming the file. Every write method of the result fails.
+Result<std::unique_ptr<Storage>> OpenSqliteStorageReadOnly(const std::string& path);
+
 }  // namespace tune

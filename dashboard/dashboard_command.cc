@@ -1,0 +1,97 @@
+#include "dashboard/dashboard_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "dashboard/dashboard_data.h"
+#include "dashboard/report_page.h"
+#include "dashboard/server.h"
+#include "tuner/storage/storage.h"
+
+namespace tune {
+namespace {
+
+constexpr int kExitOk = 0, kExitUsage = 2;
+
+int Fail(std::ostream& err, const std::string& message) {
+  err << "tune: " << message << "\n";
+  return kExitUsage;
+}
+
+Result<std::unique_ptr<Storage>> OpenForReading(const std::optional<std::string>& db_path) {
+  if (db_path && db_path->empty()) return Status::InvalidArgument("--db: expected a database file path, got \"\"");
+  const std::string path = db_path.value_or("tune.db");
+  auto storage = OpenSqliteStorageReadOnly(path);
+  if (!storage.ok() && storage.status().IsNotFound()) {
+    return Status::NotFound(path + ": no results database here (run 'tune run EXPERIMENT.json' first, or pass --db)");
+  }
+  return storage;
+}
+
+}  // namespace
+
+int DashboardCommand(const DashboardArgs& args, std::ostream& out, std::ostream& err) {
+  if (args.port < 0 || args.port > 65535) {
+    return Fail(err, "--port: expected a port number from 0 to 65535, got " + std::to_string(args.port));
+  }
+  auto storage = OpenForReading(args.db_path);
+  if (!storage.ok()) return Fail(err, storage.status().message());
+  const std::string db_path = args.db_path.value_or("tune.db");
+  DashboardData data(**storage, RunsDirFor(db_path));
+  ServerOptions options;
+  options.host = args.host;
+  options.port = args.port;
+  Status st = ServeDashboard(data, options, args.stop, [&](int port) {
+    const bool v6 = args.host.find(':') != std::string::npos;
+    out << "tune dashboard: serving " << db_path << " at http://" << (v6 ? "[" : "") << args.host
+        << (v6 ? "]" : "") << ":" << port << "/ (Ctrl-C to stop)" << std::endl;
+  });
+  if (!st.ok()) return Fail(err, st.message());
+  return kExitOk;
+}
+
+int ReportCommand(const ReportArgs& args, std::ostream& out, std::ostream& err) {
+  if (args.out_path.empty()) return Fail(err, "--out: expected the path of the HTML file to write");
+  auto storage = OpenForReading(args.db_path);
+  if (!storage.ok()) return Fail(err, storage.status().message());
+  const std::string db_path = args.db_path.value_or("tune.db");
+  std::string name = args.experiment;
+  if (name.empty()) {
+    auto all = (*storage)->ListExperiments();
+    if (!all.ok()) return Fail(err, all.status().message());
+    if (all->empty()) return Fail(err, db_path + ": has no experiment yet");
+    name = all->back().name;  // listed in creation order
+  }
+  DashboardData data(**storage, RunsDirFor(db_path));
+  auto page = ReportPage(data, name);
+  if (!page.ok()) {
+    if (page.status().IsNotFound()) return Fail(err, db_path + ": has no experiment named '" + name + "'");
+    return Fail(err, page.status().message());
+  }
+  namespace fs = std::filesystem;
+  const std::string tmp = args.out_path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+    file << *page;
+    file.close();
+    if (!file) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return Fail(err, args.out_path + ": cannot write the report there");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, args.out_path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Fail(err, args.out_path + ": cannot write the report there (" + ec.message() + ")");
+  }
+  out << "tune report: wrote " << args.out_path << " (experiment '" << name << "', " << page->size() / 1024
+      << " KiB)\n";
+  return kExitOk;
+}
+
+}  // namespace tune

@@ -1,0 +1,143 @@
+#include "dashboard/server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "dashboard/assets.h"
+
+namespace tune {
+namespace {
+
+// With a charset: cpp-httplib then sends it as it is. It compresses only
+// the exact type "application/json" (and text/*), and with Debian's build
+// it picks Brotli at its highest quality, which takes seconds for the
+// megabytes a large experiment's document has (20 s for 10,000 trials).
+constexpr const char* kJsonType = "application/json; charset=utf-8";
+
+// Why host:port cannot be bound ("the port is in use", ...): asked of the
+// kernel directly, since cpp-httplib only says that it failed.
+std::string BindError(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || res == nullptr) {
+    return "the host is not a name or address this machine can resolve";
+  }
+  std::string why = "it could not be bound";
+  int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
+  if (fd >= 0) {
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0) {
+      why = errno == EADDRINUSE      ? "the port is in use (pick another with --port)"
+            : errno == EADDRNOTAVAIL ? "the host is not an address of this machine"
+            : errno == EACCES        ? "binding a port below 1024 needs privileges"
+                                     : std::string(std::strerror(errno));
+    }
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return why;
+}
+
+void SendJson(httplib::Response& res, const Result<std::string>& doc) {
+  res.set_header("Cache-Control", "no-store");
+  if (doc.ok()) {
+    res.set_content(*doc, kJsonType);
+    return;
+  }
+  res.status = doc.status().IsNotFound() ? 404 : 500;
+  res.set_content(nlohmann::json{{"error", doc.status().message()}}.dump(), kJsonType);
+}
+
+void SendBadRequest(httplib::Response& res, const std::string& why) {
+  res.status = 400;
+  res.set_content(nlohmann::json{{"error", why}}.dump(), kJsonType);
+}
+
+}  // namespace
+
+Status ServeDashboard(DashboardData& data, const ServerOptions& options, const std::atomic<bool>* stop,
+                      const std::function<void(int port)>& on_listening) {
+  httplib::Server server;
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
+  // second dashboard would share a port in use instead of being refused.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  server.set_default_headers({{"X-Content-Type-Options", "nosniff"},
+                              {"Content-Security-Policy",
+                               "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data:; object-src 'none'; base-uri 'none'"}});
+  for (const char* name : {"index.html", "dashboard.js", "dashboard.css", "chart.min.js"}) {
+    std::string path = std::string("/") + (std::string(name) == "index.html" ? "" : name);
+    server.Get(path, [name](const httplib::Request&, httplib::Response& res) {
+      std::string_view body = DashboardAsset(name);
+      res.set_content(body.data(), body.size(), DashboardAssetType(name));
+    });
+  }
+  // No icon: an empty answer instead of a 404 in the browser's console.
+  server.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  server.Get("/api/experiments",
+             [&](const httplib::Request&, httplib::Response& res) { SendJson(res, data.Experiments()); });
+  server.Get("/api/experiment", [&](const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_param("name")) return SendBadRequest(res, "expected ?name=EXPERIMENT");
+    SendJson(res, data.Experiment(req.get_param_value("name")));
+  });
+  server.Get("/api/trial", [&](const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_param("experiment") || !req.has_param("number")) {
+      return SendBadRequest(res, "expected ?experiment=NAME&number=N");
+    }
+    const std::string number = req.get_param_value("number");
+    int n = 0;
+    size_t used = 0;
+    try {
+      n = std::stoi(number, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != number.size() || n < 0) {
+      return SendBadRequest(res, "number: expected a trial number (0, 1, ...)");
+    }
+    SendJson(res, data.TrialDetail(req.get_param_value("experiment"), n));
+  });
+
+  int port = options.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(options.host);
+    if (port < 0) port = -1;
+  } else if (!server.bind_to_port(options.host, port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    return Status::Unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
+                               BindError(options.host, options.port));
+  }
+  std::thread watcher;
+  std::atomic<bool> done{false};
+  if (stop != nullptr) {
+    watcher = std::thread([&] {
+      while (!done.load() && !stop->load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      server.stop();
+    });
+  }
+  on_listening(port);
+  server.listen_after_bind();
+  done = true;
+  if (watcher.joinable()) watcher.join();
+  return Status::Ok();
+}
+
+}  // namespace tune

@@ -1,0 +1,50 @@
+// Pieces shared by the renderers of each job kind (k8s/render.cc: batch/v1
+// Job; k8s/render_kubeflow.cc: PyTorchJob, TrainJob). Internal to tune_k8s.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/kubernetes_options.h"
+#include "trial_runner/trial_backend.h"
+#include "tuner/core/status.h"
+
+namespace tune::render_internal {
+
+using nlohmann::json;
+
+// The options and the spec every kind needs: an image, a DNS-1035 name of
+// at most 52 characters, workers >= 1, a command. InvalidArgument otherwise.
+Status CheckCommon(const KubernetesOptions& opts, const LaunchSpec& spec, const std::string& name);
+
+// backend.<key> (tolerations, volumes, volume_mounts) as a JSON array.
+Result<json> ParseArray(const std::string& text, const char* key);
+
+// The labels (backend.labels plus tune.io/experiment, trial, trial-id,
+// attempt) and annotations (backend.annotations plus the experiment's name)
+// of every object and pod of the attempt.
+json Labels(const KubernetesOptions& opts, const LaunchSpec& spec);
+json Annotations(const KubernetesOptions& opts, const LaunchSpec& spec);
+
+// `resources_per_worker` as a container's resources: cpu request, memory
+// request and limit, nvidia.com/gpu request and limit.
+json Resources(const LaunchSpec& spec);
+
+// The argv, every element escaped for Kubernetes' $(VAR) expansion.
+json Command(const LaunchSpec& spec);
+
+// One env entry {name, value} with the value escaped.
+json EnvVar(const std::string& name, const std::string& value);
+
+// The trial's env (TUNE_*, trial.env) without the names in `excluded` and
+// those starting with `excluded_prefix` (when not empty): those are the
+// backend's or the operator's to set.
+json TrialEnv(const LaunchSpec& spec, const std::set<std::string>& excluded, const std::string& excluded_prefix);
+
+// The pod-level options: serviceAccountName, nodeSelector, tolerations,
+// volumes, written into `pod_spec`.
+Status AddPodOptions(const KubernetesOptions& opts, json* pod_spec);
+
+}  // namespace tune::render_internal

@@ -1,0 +1,201 @@
+// The dashboard's JSON API against the database a real `tune run` wrote:
+// a real `tune dashboard` process, fetched with cpp-httplib's client, its
+// answers compared with what SQLite itself holds.
+#include <httplib.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+
+#include "dashboard/report_page.h"
+#include "tests/dashboard/dashboard_util.h"
+
+namespace {
+
+using namespace tune::dashboard_test;
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+struct Fetched {
+  int status = 0;
+  json body;
+};
+
+Fetched Get(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Get(path.c_str());
+  REQUIRE(res);
+  Fetched f;
+  f.status = res->status;
+  if (res->get_header_value("Content-Type") == "application/json; charset=utf-8") f.body = json::parse(res->body);
+  return f;
+}
+
+json NumOrNull(const SQLite::Column& c) { return c.isNull() ? json(nullptr) : json(c.getDouble()); }
+
+// One finished ASHA experiment shared by the cases of this file.
+struct Experiment {
+  TempDir dir;
+  std::string db;
+  Experiment() {
+    fs::path spec = WriteSpec(dir.path, AshaSpec("dash-api", 10, 2));
+    db = (dir.path / "results.db").string();
+    Output run = Sh(Tune("run " + Quote(spec.string()) + " --db " + Quote(db) + " --quiet"));
+    INFO(run.out);
+    REQUIRE(run.code == 0);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("dashboard API: every document equals what the database holds, and the file is left unchanged",
+          "[dashboard]") {
+  Experiment e;
+  const std::string before = ReadAll(e.db);
+  Dashboard dash(e.db, e.dir.path / "dash.log");
+  SQLite::Database db(e.db, SQLite::OPEN_READONLY);
+
+  Fetched list = Get(dash.port(), "/api/experiments");
+  REQUIRE(list.status == 200);
+  REQUIRE(list.body.size() == 1);
+  CHECK(list.body[0]["name"] == "dash-api");
+  CHECK(list.body[0]["state"] == db.execAndGet("SELECT state FROM experiments").getString());
+  CHECK(list.body[0]["trials"] == 10);
+  {
+    SQLite::Statement q(db, "SELECT state, count(*) FROM trials GROUP BY state");
+    int counted = 0;
+    while (q.executeStep()) {
+      CHECK(list.body[0]["counts"][q.getColumn(0).getString()] == q.getColumn(1).getInt());
+      counted += q.getColumn(1).getInt();
+    }
+    CHECK(counted == 10);
+    SQLite::Statement best(db, "SELECT number, value FROM trials WHERE state = 'completed' ORDER BY value, number LIMIT 1");
+    REQUIRE(best.executeStep());
+    CHECK(list.body[0]["best"]["number"] == best.getColumn(0).getInt());
+    CHECK(list.body[0]["best"]["value"].get<double>() == best.getColumn(1).getDouble());
+  }
+
+  Fetched exp = Get(dash.port(), "/api/experiment?name=dash-api");
+  REQUIRE(exp.status == 200);
+  const json& doc = exp.body;
+  CHECK(doc["scheduler"]["type"] == "asha");
+  // Ray's milestones for max_t 30, grace 5, rf 3: 5 and 15.
+  CHECK(doc["scheduler"]["milestones"] == json::parse("[[5.0, 15.0]]"));
+  REQUIRE(doc["parameters"].size() == 3);
+  CHECK(doc["parameters"][2]["choices"][1] == kHostile);
+  CHECK(doc["importance"]["method"] == "ped-anova");
+
+  // Every trial row, field by field.
+  SQLite::Statement trials(db,
+                           "SELECT number, state, value, params_json, attempt, started_at, last_step, pruned_rung, "
+                           "message FROM trials ORDER BY number");
+  size_t i = 0;
+  int pruned = 0;
+  while (trials.executeStep()) {
+    REQUIRE(i < doc["trial_rows"].size());
+    const json& row = doc["trial_rows"][i++];
+    INFO("trial " << row.dump());
+    CHECK(row["number"] == trials.getColumn(0).getInt());
+    CHECK(row["state"] == trials.getColumn(1).getString());
+    CHECK(row["value"] == NumOrNull(trials.getColumn(2)));
+    CHECK(row["params"] == json::parse(trials.getColumn(3).getString()));
+    CHECK(row["attempts"] == trials.getColumn(4).getInt() + 1);
+    CHECK(row["last_step"] == (trials.getColumn(6).isNull() ? json(nullptr) : json(trials.getColumn(6).getInt64())));
+    CHECK(row["pruned_rung"] ==
+          (trials.getColumn(7).isNull() ? json(nullptr) : json(trials.getColumn(7).getInt64())));
+    CHECK(row["message"] == trials.getColumn(8).getString());
+    if (row["state"] == "pruned") ++pruned;
+  }
+  CHECK(i == doc["trial_rows"].size());
+  CHECK(pruned > 0);  // the seed prunes some: the rung markers are exercised
+
+  // Curves: the counted objective reports of the current attempt; a pruned
+  // trial's curve ends at its rung.
+  SQLite::Statement curve(db,
+                          "SELECT trial_number, step, value FROM observation_logs "
+                          "WHERE metric = 'eval_loss' AND is_current AND excluded IS NULL "
+                          "ORDER BY trial_number, step");
+  std::map<std::string, json> expected;
+  while (curve.executeStep()) {
+    expected[std::to_string(curve.getColumn(0).getInt())].push_back(
+        {curve.getColumn(1).getInt64(), curve.getColumn(2).getDouble()});
+  }
+  CHECK(json(expected) == doc["curves"]);
+  for (const json& row : doc["trial_rows"]) {
+    if (row["state"] != "pruned") continue;
+    CHECK(doc["curves"][std::to_string(row["number"].get<int>())].back()[0] == row["pruned_rung"]);
+  }
+
+  // One trial: every report with every metric, and its log's tail.
+  Fetched trial = Get(dash.port(), "/api/trial?experiment=dash-api&number=3");
+  REQUIRE(trial.status == 200);
+  SQLite::Statement reports(db,
+                            "SELECT r.id, r.step, m.name, m.value FROM reports r JOIN trials t ON t.id = r.trial_id "
+                            "JOIN metrics m ON m.report_id = r.id WHERE t.number = 3 ORDER BY r.id, m.name");
+  std::map<int64_t, json> by_report;
+  while (reports.executeStep()) {
+    by_report[reports.getColumn(0).getInt64()][reports.getColumn(2).getString()] = reports.getColumn(3).getDouble();
+  }
+  REQUIRE(trial.body["reports"].size() == by_report.size());
+  for (const json& r : trial.body["reports"]) CHECK(r["metrics"] == by_report[r["seq"].get<int64_t>()]);
+  REQUIRE(trial.body["logs"].size() == 1);
+  CHECK(trial.body["logs"][0]["file"] == "trial_0003/rank_0.log");
+  REQUIRE_FALSE(trial.body["logs"][0]["lines"].empty());
+  CHECK(trial.body["logs"][0]["lines"][0].get<std::string>().rfind("synthetic_trial:", 0) == 0);
+
+  // Errors: unknown names are 404, malformed numbers 400, both as JSON.
+  CHECK(Get(dash.port(), "/api/experiment?name=nope").status == 404);
+  CHECK(Get(dash.port(), "/api/trial?experiment=dash-api&number=99").status == 404);
+  CHECK(Get(dash.port(), "/api/trial?experiment=dash-api&number=..%2F..%2Fetc").status == 400);
+  CHECK(Get(dash.port(), "/api/trial?experiment=dash-api").status == 400);
+  CHECK(Get(dash.port(), "/../results.db").status == 404);
+
+  // The page and its scripts come from the binary.
+  httplib::Client client("127.0.0.1", dash.port());
+  auto page = client.Get("/");
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body.find("<script src=\"dashboard.js\"></script>") != std::string::npos);
+  auto chart = client.Get("/chart.min.js");
+  REQUIRE(chart);
+  CHECK(chart->body.find("Chart.js v3") != std::string::npos);
+
+  CHECK(dash.child().Stop() == 128 + SIGTERM);
+  CHECK(ReadAll(e.db) == before);
+}
+
+TEST_CASE("dashboard: a port in use, a missing or a corrupt database is one sentence and exit code 2",
+          "[dashboard]") {
+  Experiment e;
+  Dashboard first(e.db, e.dir.path / "first.log");
+  Output busy = Sh(Tune("dashboard --db " + Quote(e.db) + " --port " + std::to_string(first.port())));
+  CHECK(busy.code == 2);
+  CHECK(busy.out == "tune: cannot listen on 127.0.0.1:" + std::to_string(first.port()) +
+                        ": the port is in use (pick another with --port)\n");
+
+  Output missing = Sh(Tune("dashboard --port 0 --db " + Quote((e.dir.path / "none.db").string())));
+  CHECK(missing.code == 2);
+  CHECK(missing.out.find("none.db: no results database here") != std::string::npos);
+  CHECK_FALSE(fs::exists(e.dir.path / "none.db"));
+
+  fs::path corrupt = e.dir.path / "corrupt.db";
+  std::ofstream(corrupt) << "this is not a database";
+  Output bad = Sh(Tune("dashboard --port 0 --db " + Quote(corrupt.string())));
+  CHECK(bad.code == 2);
+  CHECK(bad.out == "tune: " + corrupt.string() + ": is not an SQLite database\n");
+
+  Output report = Sh(Tune("report --db " + Quote(corrupt.string()) + " --out " +
+                          Quote((e.dir.path / "r.html").string())));
+  CHECK(report.code == 2);
+  CHECK_FALSE(fs::exists(e.dir.path / "r.html"));
+}
+
+TEST_CASE("ScriptSafe: nothing inlined into a script element can close it", "[dashboard]") {
+  CHECK(tune::ScriptSafe("{\"v\":\"</script><img src=x>\"}") == "{\"v\":\"<\\/script><img src=x>\"}");
+  CHECK(tune::ScriptSafe("a<!--b</</") == "a<\\!--b<\\/<\\/");
+  CHECK(tune::ScriptSafe("a < b / c") == "a < b / c");
+}

@@ -1,0 +1,179 @@
+// The dashboard page and a `tune report` file in headless Chromium, driven
+// through the DevTools protocol (browser_check.py): no console error, the
+// charts draw what the database holds, a hostile value stays text, and the
+// page follows a running `tune run` without a reload. Screenshots go to
+// the build's test-output/dashboard directory.
+#include <catch2/catch.hpp>
+
+#include "tests/dashboard/dashboard_util.h"
+
+namespace {
+
+using namespace tune::dashboard_test;
+
+const fs::path kShots = TUNE_TEST_OUTPUT_DIR;
+
+// Runs browser_check.py with `steps`; its JSON answer.
+json Browse(const std::vector<std::string>& steps, double timeout = 60) {
+  std::string cmd = Quote(TUNE_BROWSER_PYTHON) + " " +
+                    Quote(std::string(TUNE_SOURCE_DIR) + "/tests/dashboard/browser_check.py") +
+                    " --timeout " + std::to_string(timeout);
+  for (const std::string& s : steps) cmd += " " + Quote(s);
+  Output o = Sh(cmd);
+  INFO(o.out);
+  json out;
+  REQUIRE_NOTHROW(out = json::parse(o.out));
+  INFO(out.dump(2));
+  CHECK(out["error"].is_null());
+  CHECK(out["console_errors"].empty());
+  CHECK(out["dialogs"].empty());  // alert(1) never ran
+  return out;
+}
+
+// JS: points of the history chart's trial datasets in finished states.
+const std::string kHistoryPoints =
+    "tuneCharts.history.data.datasets.filter(d => ['completed','pruned','failed','stopped'].includes(d.tuneState))"
+    ".reduce((a, d) => a + d.data.length, 0)";
+// JS: [trial, last step drawn, stored rung, radius of the last point] of each pruned curve.
+const std::string kPrunedEnds =
+    "tuneCharts.curves.data.datasets.filter(d => d.tuneState === 'pruned')"
+    ".map(d => [d.tuneTrial, d.data[d.data.length - 1].x, d.tunePrunedRung, d.pointRadius[d.pointRadius.length - 1]])";
+// JS: table cells whose text is the hostile value, and <img> elements (none may exist).
+const std::string kHostileCells =
+    "Array.from(document.querySelectorAll('#trials td')).filter(td => td.textContent === " + json(kHostile).dump() +
+    ").length";
+
+// Finished trials, and pruned ones (number -> rung), from `tune trials`.
+struct Expected {
+  int finished = 0;
+  std::map<int, int> pruned;
+  int hostile = 0;
+};
+Expected FromDb(const std::string& db, const std::string& name) {
+  Output o = Sh(Tune("trials --db " + Quote(db) + " --experiment " + name + " --format json"));
+  REQUIRE(o.code == 0);
+  Expected e;
+  for (const json& r : json::parse(o.out)) {
+    std::string state = r["state"];
+    if (state == "completed" || state == "pruned" || state == "failed" || state == "stopped") ++e.finished;
+    if (state == "pruned") e.pruned[r["number"].get<int>()] = r["pruned_rung"].get<int>();
+    if (r["params"]["optimizer"] == kHostile) ++e.hostile;
+  }
+  return e;
+}
+
+void CheckViews(const json& v, const Expected& want) {
+  CHECK(v["history"] == want.finished);
+  std::map<int, int> drawn;
+  for (const json& p : v["pruned"]) {
+    CHECK(p[1] == p[2]);        // the curve ends at the rung it was stopped at
+    CHECK(p[3].get<int>() > 0);  // with a marker
+    drawn[p[0].get<int>()] = p[1].get<int>();
+  }
+  CHECK(drawn == want.pruned);
+  CHECK(v["hostile_cells"] == want.hostile);
+  CHECK(v["imgs"] == 0);
+}
+
+std::vector<std::string> ExperimentSteps(const std::string& url, const std::string& shot) {
+  return {"goto:" + url,
+          "wait:document.body.dataset.loaded >= 1 && window.tuneCharts.history",
+          "eval:history=" + kHistoryPoints,
+          "eval:pruned=" + kPrunedEnds,
+          "eval:hostile_cells=" + kHostileCells,
+          "eval:imgs=document.querySelectorAll('img').length",
+          "shot:" + (kShots / shot).string()};
+}
+
+}  // namespace
+
+TEST_CASE("dashboard in Chromium: every page loads clean and draws the database", "[dashboard][browser]") {
+  fs::create_directories(kShots);
+  TempDir dir;
+  fs::path spec = WriteSpec(dir.path, AshaSpec("dash-browser", 10, 2));
+  const std::string db = (dir.path / "results.db").string();
+  Output run = Sh(Tune("run " + Quote(spec.string()) + " --db " + Quote(db) + " --quiet"));
+  REQUIRE(run.code == 0);
+  const Expected want = FromDb(db, "dash-browser");
+  REQUIRE(want.pruned.size() > 0);
+  REQUIRE(want.hostile > 0);
+
+  Dashboard dash(db, dir.path / "dash.log");
+  std::vector<std::string> steps = {
+      "goto:" + dash.url(), "wait:document.querySelector('#experiments a')",
+      "eval:name=document.querySelector('#experiments a').textContent",
+      "shot:" + (kShots / "dashboard-experiments.png").string()};
+  for (const std::string& s : ExperimentSteps(dash.url() + "#/e/dash-browser", "dashboard-experiment.png"))
+    steps.push_back(s);
+  for (const std::string& s : std::vector<std::string>{
+           "goto:" + dash.url() + "#/e/dash-browser/t/" + std::to_string(want.pruned.begin()->first),
+           "wait:document.querySelector('pre.log') && window.tuneCharts['metric:eval_loss']",
+           "eval:log=document.querySelector('pre.log').textContent",
+           "eval:params=document.querySelector('#trial-params').textContent",
+           "shot:" + (kShots / "dashboard-trial.png").string()})
+    steps.push_back(s);
+  json out = Browse(steps);
+  const json& v = out["values"];
+  CHECK(v["name"] == "dash-browser");
+  CheckViews(v, want);
+  CHECK(v["log"].get<std::string>().rfind("synthetic_trial:", 0) == 0);
+}
+
+TEST_CASE("tune report in Chromium: one file, offline, the same views", "[dashboard][browser]") {
+  fs::create_directories(kShots);
+  TempDir dir;
+  fs::path spec = WriteSpec(dir.path, AshaSpec("dash-report", 10, 2));
+  const std::string db = (dir.path / "results.db").string();
+  REQUIRE(Sh(Tune("run " + Quote(spec.string()) + " --db " + Quote(db) + " --quiet")).code == 0);
+  const Expected want = FromDb(db, "dash-report");
+  const fs::path html = kShots / "report.html";
+  Output made = Sh(Tune("report --db " + Quote(db) + " --experiment dash-report --out " + Quote(html.string())));
+  INFO(made.out);
+  REQUIRE(made.code == 0);
+  // Self-contained: no script or style is fetched.
+  std::ifstream f(html);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(text.find("<script src=") == std::string::npos);
+  CHECK(text.find("stylesheet") == std::string::npos);
+
+  std::vector<std::string> steps = ExperimentSteps("file://" + html.string(), "report-experiment.png");
+  steps.push_back("goto:file://" + html.string() + "#/e/dash-report/t/" + std::to_string(want.pruned.begin()->first));
+  steps.push_back("wait:document.querySelector('pre.log') && window.tuneCharts['metric:eval_loss']");
+  steps.push_back("eval:state=document.querySelector('#trial-info td').textContent");
+  steps.push_back("shot:" + (kShots / "report-trial.png").string());
+  json out = Browse(steps);
+  CheckViews(out["values"], want);
+  CHECK(out["values"]["state"] == "pruned");
+}
+
+TEST_CASE("dashboard in Chromium: the page follows a running tune run without a reload", "[dashboard][browser]") {
+  fs::create_directories(kShots);
+  TempDir dir;
+  // Slow trials: about 3 s each, two at a time.
+  fs::path spec = WriteSpec(dir.path, AshaSpec("dash-live", 8, 100));
+  const std::string db = (dir.path / "results.db").string();
+  Child run({kBin + "/tune", "run", spec.string(), "--db", db, "--quiet"}, dir.path / "run.log");
+  // The dashboard needs the database and its experiment: wait for them.
+  for (int i = 0; i < 200 && Sh(Tune("trials --db " + Quote(db) + " --experiment dash-live")).code != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Dashboard dash(db, dir.path / "dash.log");
+  json out = Browse({"goto:" + dash.url() + "#/e/dash-live",
+                     "wait:document.body.dataset.loaded >= 1 && window.tuneCharts.history",
+                     "eval:before=(window.__notReloaded = true, " + kHistoryPoints + ")",
+                     "eval:state_before=document.querySelector('.summary').textContent",
+                     "wait:" + kHistoryPoints + " >= 8",
+                     "eval:after=" + kHistoryPoints,
+                     "eval:same_page=window.__notReloaded === true",
+                     "eval:polls=Number(document.body.dataset.loaded)",
+                     "wait:document.querySelector('.summary').textContent.startsWith('completed')",
+                     "shot:" + (kShots / "dashboard-live.png").string()},
+                    120);
+  const json& v = out["values"];
+  INFO(v.dump());
+  CHECK(v["before"].get<int>() < 8);
+  CHECK(v["after"] == 8);
+  CHECK(v["same_page"] == true);
+  CHECK(v["polls"].get<int>() > 1);
+  CHECK(v["state_before"].get<std::string>().rfind("running", 0) == 0);
+  CHECK(run.Wait(60) == 0);
+}
