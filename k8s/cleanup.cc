@@ -6,6 +6,7 @@
 #include "k8s/api_call.h"
 #include "k8s/kubectl.h"
 #include "k8s/render.h"
+#include "k8s/workload.h"
 
 namespace tune {
 namespace {
@@ -20,13 +21,12 @@ RetryPolicy Policy(const KubernetesOptions& o) {
 }
 
 // `kubectl get KINDS -l SELECTOR -o name`, one object a line.
-Result<std::vector<std::string>> List(const Kubectl& kubectl, const std::string& selector,
+Result<std::vector<std::string>> List(const Kubectl& kubectl, const std::string& kinds, const std::string& selector,
                                       const RetryPolicy& policy) {
-  TUNE_ASSIGN_OR_RETURN(ApiResult r, CallApi(kubectl, {"get", kCleanupKinds, "-l", selector, "-o", "name"}, "",
+  TUNE_ASSIGN_OR_RETURN(ApiResult r, CallApi(kubectl, {"get", kinds, "-l", selector, "-o", "name"}, "",
                                               policy, nullptr));
   if (!r.ok) {
-    return Status::Unavailable("kubectl get " + std::string(kCleanupKinds) + " -l " + selector + ": " +
-                               r.failure.message);
+    return Status::Unavailable("kubectl get " + kinds + " -l " + selector + ": " + r.failure.message);
   }
   std::vector<std::string> names;
   std::istringstream in(r.output.out);
@@ -43,20 +43,24 @@ Result<CleanupOutcome> CleanupExperiment(const KubernetesOptions& opts, const st
   const Kubectl kubectl(opts);
   const RetryPolicy policy = Policy(opts);
   const std::string selector = std::string(kExperimentLabel) + "=" + ExperimentLabelValue(experiment);
+  // The experiment's workload kind (Job, PyTorchJob, TrainJob), its
+  // companion Services and the pods that carry the label.
+  std::unique_ptr<Workload> workload = MakeWorkload(opts.job_kind);
+  const std::string kinds = workload ? workload->LabelledResources() : std::string(kCleanupKinds);
   CleanupOutcome out;
-  out.command = KubectlCommandLine(kubectl, {"delete", kCleanupKinds, "-l", selector, "--cascade=foreground"});
-  TUNE_ASSIGN_OR_RETURN(out.found, List(kubectl, selector, policy));
+  out.command = KubectlCommandLine(kubectl, {"delete", kinds, "-l", selector, "--cascade=foreground"});
+  TUNE_ASSIGN_OR_RETURN(out.found, List(kubectl, kinds, selector, policy));
   if (dry_run || out.found.empty()) return out;
   RetryPolicy del = policy;
   const int wait_s = static_cast<int>(std::max(30.0, opts.api_call_timeout_s));
   del.call_timeout = std::chrono::seconds(wait_s + 10);
   TUNE_ASSIGN_OR_RETURN(ApiResult deleted,
                         CallApi(kubectl,
-                                {"delete", kCleanupKinds, "-l", selector, "--cascade=foreground",
+                                {"delete", kinds, "-l", selector, "--cascade=foreground",
                                  "--ignore-not-found", "--wait=true", "--timeout=" + std::to_string(wait_s) + "s"},
                                 "", del, nullptr));
   if (!deleted.ok) out.error = deleted.failure.message;
-  Result<std::vector<std::string>> after = List(kubectl, selector, policy);
+  Result<std::vector<std::string>> after = List(kubectl, kinds, selector, policy);
   if (!after.ok()) {
     if (out.error.empty()) out.error = after.status().message();
     out.left = out.found;  // unknown: say all of them

@@ -16,7 +16,9 @@
 
 namespace tune {
 
-// The kinds `tune cleanup` looks for, as one kubectl resource list.
+// The kinds `tune cleanup` looks for when backend.job_kind is unknown; else
+// those of its workload (Workload::LabelledResources: e.g. PyTorchJobs and
+// pods).
 inline constexpr const char* kCleanupKinds = "jobs,services,pods";
 
 struct CleanupOutcome {
@@ -33,7 +35,7 @@ struct CleanupOutcome {
   std::string command;
 };
 
-// Lists every object of kCleanupKinds labelled with `experiment` in
+// Lists every object of the workload's kinds labelled with `experiment` in
 // opts.namespace_ and, unless `dry_run`, deletes them (foreground
 // propagation, waited for) and lists again. Non-OK only when the objects
 // cannot be listed at all (no kubectl: FailedPrecondition; the API server

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <future>
@@ -15,6 +16,7 @@
 
 #include "k8s/child_process.h"
 #include "k8s/render.h"
+#include "k8s/workload.h"
 #include "trial_runner/last_line.h"
 #include "trial_runner/metric_parser.h"
 
@@ -28,7 +30,6 @@ namespace {
 constexpr auto kFastPoll = std::chrono::milliseconds(500);
 constexpr auto kSlowPoll = std::chrono::milliseconds(4000);
 constexpr auto kDeleteTimeout = std::chrono::seconds(180);
-const char* kIndexAnnotation = "batch.kubernetes.io/job-completion-index";
 // reports.excluded of the reports of a rank-0 pod that the Job controller replaced.
 const char kReplacedPod[] = "replaced pod";
 
@@ -53,27 +54,7 @@ const json& Path(const json& j, std::initializer_list<const char*> keys) {
   return *cur;
 }
 
-// "Complete" or "Failed" with its reason and message, if the Job ended.
-struct JobEnd {
-  std::string type, reason, message;
-};
-std::optional<JobEnd> JobEnded(const json& job) {
-  const json& conds = Path(job, {"status", "conditions"});
-  if (!conds.is_array()) return std::nullopt;
-  for (const json& c : conds) {
-    std::string type = Str(c, "type");
-    if ((type == "Complete" || type == "Failed") && Str(c, "status") == "True") {
-      return JobEnd{type, Str(c, "reason"), Str(c, "message")};
-    }
-  }
-  return std::nullopt;
-}
-
 bool Deleting(const json& obj) { return !Path(obj, {"metadata", "deletionTimestamp"}).is_null(); }
-
-std::string PodIndex(const json& pod) {
-  return Str(Path(pod, {"metadata", "annotations"}), kIndexAnnotation);
-}
 
 // Why a pod is not running yet: the scheduler's or the kubelet's reason.
 std::string PendingReason(const json& pod) {
@@ -111,11 +92,11 @@ bool ContainerStarted(const json& pod) {
 
 // "rank 1 (pod x) exited with code 3 (Error): \"its last log line\"" for
 // each failed pod.
-std::string PodFailures(const std::vector<const json*>& pods) {
+std::string PodFailures(const Workload& w, const std::vector<const json*>& pods) {
   std::string out;
   for (const json* p : pods) {
     if (Str(Path(*p, {"status"}), "phase") != "Failed") continue;
-    std::string what = "rank " + PodIndex(*p) + " (pod " + Str((*p)["metadata"], "name") + ")";
+    std::string what = "rank " + w.RankOf(*p) + " (pod " + Str((*p)["metadata"], "name") + ")";
     const json& cs = Path(*p, {"status", "containerStatuses"});
     if (cs.is_array() && !cs.empty()) {
       const json& t = Path(cs[0], {"state", "terminated"});
@@ -157,6 +138,7 @@ struct KubernetesBackend::Attempt {
   pid_t follower_pid = 0;
   std::thread follower;
   std::string log_error;        // the final log read failed for good
+  std::string last_line;        // rank 0's last non-empty log line
   std::vector<MetricReport> reports;
   int64_t report_count = 0;
 };
@@ -165,7 +147,8 @@ KubernetesBackend::KubernetesBackend(KubernetesOptions opts, std::string experim
     : opts_(std::move(opts)),
       experiment_(std::move(experiment)),
       label_(ExperimentLabelValue(experiment_)),
-      kubectl_(opts_) {}
+      kubectl_(opts_),
+      workload_(MakeWorkload(opts_.job_kind) ? MakeWorkload(opts_.job_kind) : MakeWorkload("job")) {}
 
 KubernetesBackend::~KubernetesBackend() {
   Shutdown();
@@ -190,6 +173,16 @@ RetryPolicy KubernetesBackend::Policy(bool retry) const {
   p.deadline = retry ? std::chrono::milliseconds(static_cast<int64_t>(opts_.api_deadline_s * 1000))
                      : std::chrono::milliseconds(0);
   return p;
+}
+
+std::string KubernetesBackend::WorkloadResources() const {
+  return workload_->ListName() + (workload_->CompanionResource().empty() ? "" : "," + workload_->CompanionResource() + "s");
+}
+
+std::string KubernetesBackend::LocationKind() const {
+  std::string k = workload_->Kind();
+  for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return k;
 }
 
 bool KubernetesBackend::Interrupted() const {
@@ -247,9 +240,9 @@ Status KubernetesBackend::Preflight() {
   if (opts_.image.empty()) {
     return Status::InvalidArgument("backend.image: the kubernetes backend needs a container image");
   }
-  if (opts_.job_kind != "job") {
-    return Status::FailedPrecondition("backend.job_kind \"" + opts_.job_kind +
-                                      "\": tune run does not run this kind yet (tune render prints its manifests)");
+  if (!MakeWorkload(opts_.job_kind)) {
+    return Status::InvalidArgument("backend.job_kind: expected job, pytorchjob or trainjob, got \"" + opts_.job_kind +
+                                   "\"");
   }
   TUNE_ASSIGN_OR_RETURN(KubectlOutput client, kubectl_.Run({"version", "--client"}, "",
                                                            std::chrono::seconds(20)));
@@ -263,12 +256,25 @@ Status KubernetesBackend::Preflight() {
     return Status::Unavailable("cannot reach the Kubernetes API server for " + where + ": " +
                                version.failure.message);
   }
+  // A Kubeflow kind: its CRD is served (discovery, which every identity
+  // may read).
+  if (!workload_->GroupVersion().empty()) {
+    TUNE_ASSIGN_OR_RETURN(ApiResult gv, CallApi(kubectl_, {"get", "--raw", "/apis/" + workload_->GroupVersion()}, "",
+                                                Policy(true), &stats_));
+    json list = gv.ok ? json::parse(gv.output.out, nullptr, false) : json();
+    bool served = false;
+    if (list.is_object() && list.contains("resources") && list["resources"].is_array()) {
+      for (const json& r : list["resources"]) served |= Str(r, "name") == workload_->Plural();
+    }
+    if (!served && (gv.ok || gv.failure.reason == "NotFound")) {
+      return Status::FailedPrecondition(workload_->NotInstalled() + " (backend.job_kind \"" + opts_.job_kind + "\")");
+    }
+    if (!gv.ok) {
+      return Status::Unavailable("kubectl get --raw /apis/" + workload_->GroupVersion() + ": " + gv.failure.message);
+    }
+  }
   // Every permission the backend uses (k8s/rbac.yaml grants exactly these).
-  const std::vector<std::vector<std::string>> needed = {
-      {"create", "jobs.batch"}, {"get", "jobs.batch"},  {"list", "jobs.batch"}, {"watch", "jobs.batch"},
-      {"delete", "jobs.batch"}, {"create", "services"}, {"get", "services"},    {"list", "services"},
-      {"watch", "services"},    {"delete", "services"}, {"get", "pods"},        {"list", "pods"},
-      {"watch", "pods"},        {"delete", "pods"},     {"get", "pods", "log"}};
+  const std::vector<std::vector<std::string>> needed = workload_->Permissions();
   std::vector<std::future<Result<ApiResult>>> checks;
   for (const auto& n : needed) {
     std::vector<std::string> args = {"auth", "can-i", n[0], n[1]};
@@ -381,8 +387,8 @@ Status KubernetesBackend::Launch(const LaunchSpec& spec) {
   }
   json list = json::parse(manifests);
   for (const json& item : list["items"]) {
-    std::string kind = Str(item, "kind") == "Job" ? "job" : "service";
-    Status st = CreateObject(item.dump(), kind + "/" + name, spec);
+    std::string ref = Str(item, "kind") == "Service" ? "service/" + name : workload_->Ref(name);
+    Status st = CreateObject(item.dump(), ref, spec);
     if (!st.ok()) {
       if (Interrupted()) {
         Track(spec, name);
@@ -414,7 +420,7 @@ Result<RunStatus> KubernetesBackend::State(TrialId id) {
   if (it == attempts_.end()) return Status::NotFound("no Kubernetes attempt for trial " + std::to_string(id));
   Attempt& a = *it->second;
   RunStatus st;
-  st.location = "k8s:" + opts_.namespace_ + "/job/" + a.name;
+  st.location = "k8s:" + opts_.namespace_ + "/" + LocationKind() + "/" + a.name;
   bool logs_drained = !a.awaiting_log && (!a.follower_started || a.follower_done) && a.reports.empty();
   if (a.final && logs_drained) {
     st.state = a.state;
@@ -423,6 +429,14 @@ Result<RunStatus> KubernetesBackend::State(TrialId id) {
       // The Job succeeded but its result could not be read: say exactly that.
       st.state = RunState::kFailed;
       st.message = "the Job completed, but " + a.log_error;
+    }
+    if (st.state == RunState::kFailed && !a.killed && !a.last_line.empty() &&
+        st.message.find(a.last_line) == std::string::npos) {
+      // Rank 0's own words, when the failed pods' statuses did not carry
+      // them: the pods were gone before they were seen (a PyTorchJob's
+      // cleanPodPolicy All deletes them as it fails), or the container has
+      // no FallbackToLogsOnError (a TrainJob's runtime decides).
+      st.message += (st.message.empty() ? "" : "; ") + std::string("rank 0's last log line: \"") + a.last_line + "\"";
     }
     if (!a.replaced_pods.empty() && st.state == RunState::kFailed) {
       st.message += (st.message.empty() ? "" : "; ") + std::string("rank 0's pod was replaced (") +
@@ -460,11 +474,11 @@ Status KubernetesBackend::Kill(TrialId id, std::chrono::milliseconds grace) {
   auto timeout = std::chrono::duration_cast<std::chrono::seconds>(grace) + std::chrono::seconds(60);
   RetryPolicy once = Policy(false);
   once.call_timeout = std::min<std::chrono::milliseconds>(timeout, Policy(false).call_timeout + grace);
-  Result<ApiResult> r = CallApi(
-      kubectl_,
-      {"delete", "job/" + a->name, "service/" + a->name, "--cascade=foreground", "--ignore-not-found",
-       "--wait=true", "--timeout=" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(once.call_timeout).count()) + "s"},
-      "", once, &stats_);
+  std::vector<std::string> args = {"delete"};
+  for (const std::string& ref : workload_->DeleteRefs(a->name)) args.push_back(ref);
+  args.insert(args.end(), {"--cascade=foreground", "--ignore-not-found", "--wait=true",
+                           "--timeout=" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(once.call_timeout).count()) + "s"});
+  Result<ApiResult> r = CallApi(kubectl_, args, "", once, &stats_);
   std::lock_guard<std::mutex> lock(mu_);
   a->cleaned = true;
   if (!r.ok() || !r->ok) {
@@ -523,7 +537,7 @@ void KubernetesBackend::Shutdown() {
   if (Interrupted()) return;
   (void)DeleteAll();
   std::vector<std::string> left;
-  auto listed = CallApi(kubectl_, {"get", "jobs,services", "-l", std::string(kExperimentLabel) + "=" + label_, "-o", "name"},
+  auto listed = CallApi(kubectl_, {"get", WorkloadResources(), "-l", std::string(kExperimentLabel) + "=" + label_, "-o", "name"},
                         "", Policy(true), &stats_);
   if (listed.ok() && listed->ok) {
     std::istringstream in(listed->output.out);
@@ -532,7 +546,9 @@ void KubernetesBackend::Shutdown() {
     }
   } else {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, c] : cleanup_) left.push_back("job.batch/" + name);
+    for (const auto& [name, c] : cleanup_) {
+      left.push_back((workload_->Kind() == "Job" ? std::string("job.batch") : workload_->Resource()) + "/" + name);
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   leftovers_ = left;
@@ -545,7 +561,7 @@ std::vector<std::string> KubernetesBackend::Leftovers() const {
 
 std::string KubernetesBackend::LeftoverCommand() const {
   if (Leftovers().empty()) return "";
-  return KubectlCommandLine(kubectl_, {"delete", "jobs,services,pods", "-l",
+  return KubectlCommandLine(kubectl_, {"delete", workload_->LabelledResources(), "-l",
                                        std::string(kExperimentLabel) + "=" + label_, "--cascade=foreground"});
 }
 
@@ -553,7 +569,7 @@ Status KubernetesBackend::DeleteAll() {
   TUNE_ASSIGN_OR_RETURN(
       ApiResult r,
       CallApi(kubectl_,
-              {"delete", "jobs,services,pods", "-l", std::string(kExperimentLabel) + "=" + label_,
+              {"delete", workload_->LabelledResources(), "-l", std::string(kExperimentLabel) + "=" + label_,
                "--cascade=foreground", "--ignore-not-found", "--wait=true",
                "--timeout=" + std::to_string(static_cast<int>(opts_.api_call_timeout_s)) + "s"},
               "", Policy(true), &stats_));
@@ -578,10 +594,10 @@ void KubernetesBackend::RunCleanupQueue(bool final_pass) {
       }
     }
     for (const std::string& name : due) {
-      auto r = CallApi(kubectl_,
-                       {"delete", "job/" + name, "service/" + name, "--cascade=foreground", "--ignore-not-found",
-                        "--wait=false"},
-                       "", Policy(false), &stats_);
+      std::vector<std::string> args = {"delete"};
+      for (const std::string& ref : workload_->DeleteRefs(name)) args.push_back(ref);
+      args.insert(args.end(), {"--cascade=foreground", "--ignore-not-found", "--wait=false"});
+      auto r = CallApi(kubectl_, args, "", Policy(false), &stats_);
       std::lock_guard<std::mutex> lock(mu_);
       Cleanup& c = cleanup_[name];
       if (r.ok() && r->ok) {
@@ -653,18 +669,34 @@ bool KubernetesBackend::RefreshOnce() {
     }
   }
   if (watched.empty()) return false;
-  auto out = CallApi(kubectl_, {"get", "jobs,pods", "-l", std::string(kExperimentLabel) + "=" + label_, "-o", "json"},
+  // The workloads and their pods: one call when the pods carry the
+  // experiment's label, else a second one for the pods of the watched names.
+  const std::string what = workload_->ListName() + (workload_->PodsCarryLabels() ? ",pods" : "");
+  auto out = CallApi(kubectl_, {"get", what, "-l", std::string(kExperimentLabel) + "=" + label_, "-o", "json"},
                      "", Policy(false), &stats_);
   if (!out.ok() || !out->ok) return false;  // the next poll tries again
   json list = json::parse(out->output.out, nullptr, false);
   if (list.is_discarded() || !list.contains("items")) return false;
+  json pod_list;
+  if (!workload_->PodsCarryLabels()) {
+    std::vector<std::string> names;
+    for (const auto& [name, a] : watched) names.push_back(name);
+    auto more = CallApi(kubectl_, {"get", "pods", "-l", workload_->PodSelector(names), "-o", "json"}, "",
+                        Policy(false), &stats_);
+    if (!more.ok() || !more->ok) return false;
+    pod_list = json::parse(more->output.out, nullptr, false);
+    if (pod_list.is_discarded() || !pod_list.contains("items")) return false;
+  }
   std::map<std::string, const json*> jobs;
-  std::map<std::string, std::vector<const json*>> pods;  // by job name
-  for (const json& item : list["items"]) {
-    std::string kind = Str(item, "kind");
-    std::string name = Str(item["metadata"], "name");
-    if (kind == "Job") jobs[name] = &item;
-    if (kind == "Pod") pods[Str(Path(item, {"metadata", "labels"}), "job-name")].push_back(&item);
+  std::map<std::string, std::vector<const json*>> pods;  // by workload name
+  for (const json* l : {&list, &pod_list}) {
+    if (!l->is_object() || !l->contains("items")) continue;
+    for (const json& item : (*l)["items"]) {
+      std::string kind = Str(item, "kind");
+      std::string name = Str(item["metadata"], "name");
+      if (kind == workload_->Kind()) jobs[name] = &item;
+      if (kind == "Pod") pods[workload_->OwnerOf(item)].push_back(&item);
+    }
   }
 
   bool changed = false;
@@ -679,22 +711,35 @@ bool KubernetesBackend::RefreshOnce() {
     } else if (jit == jobs.end()) {
       a->final = true;
       a->state = RunState::kFailed;
-      a->message = "Job " + name + " no longer exists: it was deleted outside the tuner, or the cluster lost its "
+      a->message = workload_->Kind() + " " + name +
+                   " no longer exists: it was deleted outside the tuner, or the cluster lost its "
                    "state; the attempt's pods and their results are gone";
     } else if (Deleting(*jit->second)) {
       a->final = true;
       a->state = RunState::kFailed;
-      a->message = "Job " + name + " was deleted outside the tuner";
-    } else if (auto end = JobEnded(*jit->second)) {
+      a->message = workload_->Kind() + " " + name + " was deleted outside the tuner";
+    } else if (auto end = workload_->Ended(*jit->second)) {
       a->final = true;
-      if (end->type == "Complete") {
+      if (end->succeeded) {
         a->state = RunState::kSucceeded;
       } else {
         a->state = RunState::kFailed;
-        a->message = "Job failed: " + end->reason + (end->message.empty() ? "" : " (" + end->message + ")");
-        std::string pf = PodFailures(jpods);
+        a->message = workload_->Kind() + " failed: " + end->reason +
+                     (end->message.empty() ? "" : " (" + end->message + ")");
+        std::string pf = PodFailures(*workload_, jpods);
         if (!pf.empty()) a->message += "; " + pf;
       }
+    } else if (double limit = a->spec.timeout_s; workload_->EnforceDeadline() && limit > 0 &&
+               std::chrono::duration<double>(Clock::now() - a->launched).count() > limit) {
+      // A kind without a deadline of its own (TrainJob): trial.timeout_s here.
+      a->final = true;
+      a->state = RunState::kFailed;
+      a->message = workload_->Kind() + " failed: DeadlineExceeded (it ran longer than trial.timeout_s, " +
+                   std::to_string(static_cast<int64_t>(std::ceil(limit))) + " s)";
+      // Its pods are stopped now (as a Job's deadline stops them), which
+      // also ends rank 0's log stream.
+      a->cleaned = true;
+      EnqueueCleanupLocked(name);
     } else {
       bool any_running = false;
       std::string pending;
@@ -726,7 +771,7 @@ bool KubernetesBackend::RefreshOnce() {
     const json* speaker = nullptr;
     int rank = -1;
     for (const json* p : jpods) {
-      if (PodIndex(*p) != "0" || !ContainerStarted(*p)) continue;
+      if (workload_->RankOf(*p) != "0" || !ContainerStarted(*p)) continue;
       std::string phase = Str(Path(*p, {"status"}), "phase");
       int r = phase == "Succeeded" ? 3 : (phase != "Failed" && !Deleting(*p)) ? 2 : 1;
       if (r > rank || (r == rank && Str((*p)["metadata"], "creationTimestamp") >=
@@ -818,6 +863,10 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
   int final_tries = 0;
   std::map<std::string, int> same_partial;  // unterminated last lines of final reads
   std::string last_error;
+  // A --follow pass read the pod's log to its end. Once the workload has
+  // ended its pods may be gone (a PyTorchJob's cleanPodPolicy All deletes
+  // them at once): a pod that no longer exists then has nothing more to say.
+  bool followed_to_end = false;
   std::ofstream log(a->spec.trial_dir.empty() ? std::string("/dev/null") : a->spec.trial_dir + "/rank_0.log",
                     std::ios::app);
   auto current = [&] { return !a->stop_follower && !stopping_ && a->generation == generation; };
@@ -861,6 +910,7 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
         std::lock_guard<std::mutex> lock(mu_);
         if (a->generation != generation) break;  // replaced meanwhile: drop
         log << line << '\n';
+        if (!line.empty()) a->last_line = line;
         auto values = ParseMetricLine(line);
         if (!values) continue;
         MetricReport r;
@@ -885,6 +935,9 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
       }
       int code = ec ? -1 : child.exit_code();
       if (code == 0 && !partial) {
+        read_whole = true;
+        if (!was_final) followed_to_end = true;
+      } else if (was_final && followed_to_end && code != 0 && errors.find("(NotFound)") != std::string::npos) {
         read_whole = true;
       } else if (was_final && partial && code == 0 && ++same_partial[std::to_string(n) + ":" + line] >= 3) {
         // Three whole reads end with the same unterminated line: the program
@@ -943,13 +996,13 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
 
 Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId, LaunchSpec>& running) {
   TUNE_ASSIGN_OR_RETURN(ApiResult got,
-                        CallApi(kubectl_, {"get", "jobs,services", "-l", std::string(kExperimentLabel) + "=" + label_,
+                        CallApi(kubectl_, {"get", WorkloadResources(), "-l", std::string(kExperimentLabel) + "=" + label_,
                                            "-o", "json"},
                                 "", Policy(true), &stats_));
-  if (!got.ok) return Status::Unavailable("kubectl get jobs,services: " + got.failure.message);
+  if (!got.ok) return Status::Unavailable("kubectl get " + WorkloadResources() + ": " + got.failure.message);
   json list = json::parse(got.output.out, nullptr, false);
   if (list.is_discarded() || !list.contains("items")) {
-    return Status::Internal("kubectl get jobs,services: output is not a JSON List");
+    return Status::Internal("kubectl get " + WorkloadResources() + ": output is not a JSON List");
   }
   // Per trial id, the Job of the highest attempt (running or ended).
   std::map<TrialId, std::pair<int, const json*>> best;
@@ -960,7 +1013,7 @@ Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId
       service_names.push_back(name);
       continue;
     }
-    if (Str(item, "kind") != "Job") continue;
+    if (Str(item, "kind") != workload_->Kind()) continue;
     job_names.push_back(name);
     const json& labels = Path(item, {"metadata", "labels"});
     TrialId id;
@@ -985,11 +1038,13 @@ Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId
     {
       std::lock_guard<std::mutex> lock(mu_);
       a->adopted = true;
-      if (auto end = JobEnded(*an.second)) {
+      if (auto end = workload_->Ended(*an.second)) {
         // Ended while tune was down: its result is harvested from its log.
         a->final = true;
-        a->state = end->type == "Complete" ? RunState::kSucceeded : RunState::kFailed;
-        if (a->state == RunState::kFailed) a->message = "Job failed while the tuner was down: " + end->reason;
+        a->state = end->succeeded ? RunState::kSucceeded : RunState::kFailed;
+        if (a->state == RunState::kFailed) {
+          a->message = workload_->Kind() + " failed while the tuner was down: " + end->reason;
+        }
         a->awaiting_log = true;
       }
       NotifyLocked();
@@ -999,7 +1054,7 @@ Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId
   }
   std::vector<std::string> doomed;
   for (const auto& n : job_names) {
-    if (!kept.count(n)) doomed.push_back("job/" + n);
+    if (!kept.count(n)) doomed.push_back(workload_->Ref(n));
   }
   for (const auto& n : service_names) {
     if (!kept.count(n)) doomed.push_back("service/" + n);

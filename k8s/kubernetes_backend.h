@@ -56,6 +56,7 @@
 #include "k8s/api_call.h"
 #include "k8s/kubectl.h"
 #include "k8s/kubernetes_options.h"
+#include "k8s/workload.h"
 #include "trial_runner/trial_backend.h"
 
 namespace tune {
@@ -137,11 +138,18 @@ class KubernetesBackend : public TrialBackend {
   void RunCleanupQueue(bool final_pass);
   bool Interrupted() const;
   RetryPolicy Policy(bool retry) const;
+  // "jobs.batch,services" (kubectl resources of the objects tune creates),
+  // "pytorchjobs.kubeflow.org", ...; and "job", "pytorchjob" for locations.
+  std::string WorkloadResources() const;
+  std::string LocationKind() const;
 
   const KubernetesOptions opts_;
   const std::string experiment_;
   const std::string label_;  // ExperimentLabelValue(experiment_)
   const Kubectl kubectl_;
+  // The kind of each attempt (backend.job_kind; an unknown kind, which
+  // Preflight refuses, is treated as "job").
+  const std::unique_ptr<Workload> workload_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

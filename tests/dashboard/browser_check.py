@@ -33,8 +33,10 @@ import websocket  # python3-websocket
 
 
 class Tab:
-    def __init__(self, ws_url):
-        self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
+    def __init__(self, ws_url, timeout):
+        # A busy page answers late: no call waits less than a step may.
+        self.timeout = max(60, timeout)
+        self.ws = websocket.create_connection(ws_url, timeout=self.timeout, suppress_origin=True)
         self.next_id = 0
         self.console_errors = []
         self.dialogs = []
@@ -83,7 +85,7 @@ class Tab:
                 if "method" in msg:
                     self._event(msg)
         finally:
-            self.ws.settimeout(60)
+            self.ws.settimeout(self.timeout)
 
     def evaluate(self, expr):
         r = self.call("Runtime.evaluate", {"expression": expr, "awaitPromise": True, "returnByValue": True})
@@ -136,7 +138,7 @@ def run(steps, timeout, size):
     tab = None
     try:
         proc, port = start_browser(profile, size)
-        tab = Tab(page_ws_url(port))
+        tab = Tab(page_ws_url(port), timeout)
         for domain in ("Runtime", "Log", "Page"):
             tab.call(domain + ".enable")
         for step in steps:

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "dashboard/report_page.h"
+#include "tuner/storage/storage.h"
 #include "tests/dashboard/dashboard_util.h"
 
 namespace {
@@ -198,4 +199,43 @@ TEST_CASE("ScriptSafe: nothing inlined into a script element can close it", "[da
   CHECK(tune::ScriptSafe("{\"v\":\"</script><img src=x>\"}") == "{\"v\":\"<\\/script><img src=x>\"}");
   CHECK(tune::ScriptSafe("a<!--b</</") == "a<\\!--b<\\/<\\/");
   CHECK(tune::ScriptSafe("a < b / c") == "a < b / c");
+}
+
+TEST_CASE("dashboard API: a report after max_t is marked in the trial and left out of its curve", "[dashboard]") {
+  TempDir dir;
+  const std::string db = (dir.path / "results.db").string();
+  {
+    auto storage = tune::OpenSqliteStorage(db);
+    REQUIRE(storage.ok());
+    auto e = (*storage)->CreateExperiment("excluded", AshaSpec("excluded", 1, 0).dump(), 1);
+    REQUIRE(e.ok());
+    auto t = (*storage)->CreateTrial(*e, {{"lr", 0.01}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}});
+    REQUIRE(t.ok());
+    REQUIRE((*storage)->StartTrial(t->id, 0, "local:pgid 1").ok());
+    for (int64_t step : {10, 30}) {
+      tune::MetricReport r;
+      r.step = step;
+      r.values = {{"eval_loss", 3.0 - step / 100.0}};
+      r.time = 1.7e9 + static_cast<double>(step);
+      REQUIRE((*storage)->AppendReport(t->id, 0, r, r.values["eval_loss"]).ok());
+    }
+    tune::MetricReport late;
+    late.step = 35;
+    late.values = {{"eval_loss", 1.0}};
+    late.time = 1.7e9 + 35;
+    REQUIRE((*storage)->AppendExcludedReport(t->id, 0, late, 1.0, "after max_t").ok());
+    REQUIRE((*storage)->FinishTrial(t->id, tune::TrialState::kCompleted, std::nullopt, std::nullopt, "reached max_t").ok());
+  }
+  Dashboard dash(db, dir.path / "dash.log");
+  Fetched exp = Get(dash.port(), "/api/experiment?name=excluded");
+  REQUIRE(exp.status == 200);
+  CHECK(exp.body["curves"]["0"] == json::parse("[[10, 2.9], [30, 2.7]]"));
+  CHECK(exp.body["trial_rows"][0]["value"] == 2.7);  // the late 1.0 never counts
+  Fetched trial = Get(dash.port(), "/api/trial?experiment=excluded&number=0");
+  REQUIRE(trial.status == 200);
+  REQUIRE(trial.body["reports"].size() == 3);
+  CHECK(trial.body["reports"][0]["excluded"].is_null());
+  CHECK(trial.body["reports"][2]["step"] == 35);
+  CHECK(trial.body["reports"][2]["excluded"] == "after max_t");
+  CHECK(trial.body["logs"][0]["missing"] == true);  // this trial never ran: no directory
 }

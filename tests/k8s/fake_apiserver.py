@@ -58,6 +58,8 @@ import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from fake_kubeflow import Operators
+
 # ---------------------------------------------------------------------------
 # Resources served (discovery and storage)
 
@@ -541,6 +543,7 @@ class Cluster:
         self.deny = set(args.deny or [])
         self.faults = Faults()
         self.state_epoch = None  # the last lose_state value acted on
+        self.operators = Operators(self, RUNTIMES)  # PyTorchJob and TrainJob controllers
         self.node_labels = dict(kv.split("=", 1) for kv in args.node_label)
         self.node_labels.setdefault("kubernetes.io/hostname", "fake-node")
         self.node_labels.setdefault("kubernetes.io/os", "linux")
@@ -630,6 +633,8 @@ class Cluster:
                 return body
             if plural == "jobs":
                 self._default_job(body)
+            elif plural in Operators.KINDS:
+                self.operators.on_create(plural, body)
             elif plural == "services":
                 body.setdefault("spec", {}).setdefault("clusterIP", "10.96.0.%d" % random.randint(2, 250))
                 body["status"] = {"loadBalancer": {}}
@@ -720,6 +725,26 @@ class Cluster:
                 else:  # Background: the Job goes now, its pods right after
                     for p in pods:
                         self._delete_pod(p, grace)
+                    self._remove((plural, ns, name))
+                return copy.deepcopy(obj)
+            if plural in Operators.KINDS:
+                # As for Jobs, with the pods and Services the operator owns.
+                policy = policy or "Background"
+                if policy == "Orphan":
+                    for o in self.operators.owned(obj):
+                        o["metadata"].pop("ownerReferences", None)
+                    self._remove((plural, ns, name))
+                elif policy == "Foreground":
+                    md.setdefault("deletionTimestamp", now_rfc3339())
+                    md["deletionGracePeriodSeconds"] = 0
+                    if "foregroundDeletion" not in md.setdefault("finalizers", []):
+                        md["finalizers"].append("foregroundDeletion")
+                    left = self.operators.delete_owned(obj, grace)
+                    self._touch(obj)
+                    if not left:
+                        self._remove((plural, ns, name))
+                else:
+                    self.operators.delete_owned(obj, grace)
                     self._remove((plural, ns, name))
                 return copy.deepcopy(obj)
             if plural == "pods":
@@ -849,9 +874,14 @@ class Cluster:
             if subdomain and re.match(r"^[a-z0-9-]+\.%s(\.%s(\.svc(\.cluster\.local)?)?)?$"
                                       % (re.escape(subdomain), re.escape(md["namespace"])), val):
                 val = "127.0.0.1"
+            # Nor for the Service the training operator makes per pod.
+            if val and "training.kubeflow.org/job-name" in md.get("labels", {}) and \
+                    ("services", md["namespace"], val) in self.objects:
+                val = "127.0.0.1"
             env[e["name"]] = val
-        if "MASTER_PORT" in env:
-            env["MASTER_PORT"] = str(self.job_ports.setdefault(job["metadata"]["uid"], free_port()))
+        for key in ("MASTER_PORT", "PET_MASTER_PORT"):
+            if key in env:
+                env[key] = str(self.job_ports.setdefault(job["metadata"]["uid"], free_port()))
         return env
 
     def _start_pod(self, pod, job):
@@ -994,6 +1024,8 @@ class Cluster:
             for (plural, ns, name), job in list(self.objects.items()):
                 if plural == "jobs":
                     changed |= self._sync_job(job)
+                elif plural in Operators.KINDS:
+                    changed |= self.operators.sync(plural, job)
             return changed
 
     def _sync_job(self, job):
