@@ -3,8 +3,8 @@
 # (gcc, ./build-asan) and runs it through CTest; every program the tests
 # start (tune, synthetic_trial, bpe_train) is instrumented too, and any
 # report fails the test that caused it. With --tsan, also builds the local
-# backend and the tuner with ThreadSanitizer (./build-tsan) and runs their
-# tests (the backend's output reader threads, the tuner's loop).
+# backend, the tuner, storage, the MLflow sink, the dashboard server and the
+# Kubernetes backend with ThreadSanitizer (./build-tsan) and runs their tests.
 # Usage: scripts/test-sanitizers.sh [--with-torch] [--tsan]
 #   --with-torch  also the libtorch trainer and its tests (slow); by default
 #                 the build is -DTUNE_WITH_TORCH=OFF
@@ -42,7 +42,14 @@ if [ "$tsan" = 1 ]; then
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
   cmake -S . -B build-tsan "${common[@]}" -DTUNE_WITH_TORCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
-  tsan_tests=(local_backend_test last_line_test tuner_test progress_test e2e_test)
+  # Every module with threads of its own: the local backend's monitor, the
+  # tuner's loop, SQLite storage shared by threads, the MLflow sink's
+  # delivery thread, the dashboard's HTTP server, the Kubernetes backend's
+  # log followers and poller.
+  tsan_tests=(local_backend_test last_line_test tuner_test progress_test e2e_test storage_test
+              mlflow_client_test dashboard_api_test)
+  # The Kubernetes tests exist where kubectl does (tests/k8s/CMakeLists.txt).
+  if command -v kubectl >/dev/null; then tsan_tests+=(k8s_cluster_test k8s_faults_test); fi
   cmake --build build-tsan -j "$jobs" --target "${tsan_tests[@]}" tune synthetic_trial
   # Catch2 binaries run every test case of their module (from the build
   # dir, as CTest runs them).

@@ -125,6 +125,27 @@ TEST_CASE("a trial goes pending, running, completed with its reports", "[storage
   CHECK(*rec.ended_at >= *rec.started_at);
   CHECK_FALSE(rec.pruned_rung.has_value());
   CHECK_FALSE((*records)[1].started_at.has_value());
+  CHECK(rec.trial.intermediate == std::map<int64_t, double>{{10, 2.0}, {30, 1.5}});
+
+  // Summaries: the same records, without the intermediate reports.
+  auto summaries = db->ListTrialSummaries(e);
+  REQUIRE(summaries.ok());
+  REQUIRE(summaries->size() == records->size());
+  for (size_t i = 0; i < records->size(); ++i) {
+    const TrialRecord& a = (*records)[i];
+    const TrialRecord& b = (*summaries)[i];
+    CHECK(b.trial.intermediate.empty());
+    CHECK(b.trial.id == a.trial.id);
+    CHECK(b.trial.number == a.trial.number);
+    CHECK(b.trial.state == a.trial.state);
+    CHECK(b.trial.value == a.trial.value);
+    CHECK(b.trial.params == a.trial.params);
+    CHECK(b.last_step == a.last_step);
+    CHECK(b.location == a.location);
+    CHECK(b.message == a.message);
+    CHECK(b.started_at == a.started_at);
+  }
+  CHECK(db->ListTrialSummaries(e + 1000).status().IsNotFound());
 
   auto reports = db->ListTrialReports(t0->id);
   REQUIRE(reports.ok());

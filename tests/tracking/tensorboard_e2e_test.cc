@@ -128,7 +128,11 @@ TEST_CASE("tracking.tensorboard: TensorBoard reads every trial's scalars, params
   CHECK(pruned > 0);  // the case where a curve ends early is covered
   int excluded = 0;  // and reports past max_t, stored but not counted
   for (const auto& rec : *records) {
-    for (const auto& r : *(*storage)->ListTrialReports(rec.trial.id)) excluded += !r.excluded.empty();
+    // Named: a range-for over `*Result` of a temporary reads a destroyed
+    // vector (ASan: stack-use-after-scope).
+    auto reports = (*storage)->ListTrialReports(rec.trial.id);
+    REQUIRE(reports.ok());
+    for (const auto& r : *reports) excluded += !r.excluded.empty();
   }
   CHECK(excluded > 0);
 

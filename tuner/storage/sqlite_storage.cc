@@ -146,6 +146,7 @@ class SqliteStorage final : public Storage {
 
   Result<History> ListTrials(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) override;
+  Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) override;
   Result<std::vector<StoredReport>> ListReports(ExperimentId e) override;
   Result<std::vector<StoredReport>> ListTrialReports(TrialId t) override;
 
@@ -173,6 +174,8 @@ class SqliteStorage final : public Storage {
   Status CheckExperiment(ExperimentId e);
   Result<TrialRow> LoadTrial(TrialId t);
   Status FillIntermediate(ExperimentId e, std::vector<Trial*>& trials);
+  // ListTrialRecords, with the intermediate reports when `intermediate`.
+  Result<std::vector<TrialRecord>> ReadTrialRecords(ExperimentId e, bool intermediate);
   std::vector<StoredReport> ReadReports(SQLite::Statement& s);
   // "trial 3 (id 17) of experiment 'demo'", for messages.
   std::string TrialName(TrialId t, const TrialRow& row);
@@ -678,6 +681,14 @@ Result<History> SqliteStorage::ListTrials(ExperimentId e) {
 }
 
 Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e) {
+  return ReadTrialRecords(e, true);
+}
+
+Result<std::vector<TrialRecord>> SqliteStorage::ListTrialSummaries(ExperimentId e) {
+  return ReadTrialRecords(e, false);
+}
+
+Result<std::vector<TrialRecord>> SqliteStorage::ReadTrialRecords(ExperimentId e, bool intermediate) {
   std::vector<TrialRecord> out;
   Status st = Transact(false, [&]() -> Status {
     TUNE_RETURN_IF_ERROR(CheckExperiment(e));
@@ -698,6 +709,7 @@ Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e)
         r.message = s->getColumn(11).getString();
       }
     }
+    if (!intermediate) return Status::Ok();
     std::vector<Trial*> ptrs;
     for (TrialRecord& r : out) ptrs.push_back(&r.trial);
     return FillIntermediate(e, ptrs);

@@ -114,6 +114,10 @@ class Storage {
   // objective reports.
   virtual Result<History> ListTrials(ExperimentId e) = 0;
   virtual Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) = 0;
+  // The same records with `trial.intermediate` left empty: one query over
+  // the trials table, cheap at any number of reports (counts, best values,
+  // one trial's row).
+  virtual Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) = 0;
   // Every counted report of the experiment's current attempts, in arrival
   // order (excluded ones left out).
   virtual Result<std::vector<StoredReport>> ListReports(ExperimentId e) = 0;
