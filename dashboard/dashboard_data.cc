@@ -237,7 +237,7 @@ Result<std::string> DashboardData::Experiments() {
   TUNE_ASSIGN_OR_RETURN(std::vector<ExperimentRecord> experiments, storage_.ListExperiments());
   Json out = Json::array();
   for (const ExperimentRecord& e : experiments) {
-    TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialRecords(e.id));
+    TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialSummaries(e.id));
     out.push_back(Summary(e, SpecOf(e), records));
   }
   return Dump(out);
@@ -267,7 +267,7 @@ Result<std::string> DashboardData::Experiment(const std::string& name) {
 
 Result<std::string> DashboardData::TrialDetail(const std::string& experiment, int number, int log_lines) {
   TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, storage_.FindExperiment(experiment));
-  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialRecords(e.id));
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialSummaries(e.id));
   for (const TrialRecord& r : records) {
     if (r.trial.number != number) continue;
     TUNE_ASSIGN_OR_RETURN(Json j, TrialDoc(storage_, runs_dir_, e, SpecOf(e), r, log_lines));

@@ -30,6 +30,8 @@ namespace {
 constexpr auto kFastPoll = std::chrono::milliseconds(500);
 constexpr auto kSlowPoll = std::chrono::milliseconds(4000);
 constexpr auto kDeleteTimeout = std::chrono::seconds(180);
+// reports.excluded of the reports of a rank-0 pod that the Job controller replaced.
+const char kReplacedPod[] = "replaced pod";
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -183,7 +185,13 @@ std::string KubernetesBackend::LocationKind() const {
   return k;
 }
 
-bool KubernetesBackend::Interrupted() const { return stop_flag_ && stop_flag_->load(); }
+bool KubernetesBackend::Interrupted() const {
+  if (!stop_flag_ || !stop_flag_->load()) return false;
+  // Whoever sees the flag first ends the calls in flight: waiting for the
+  // stop watcher's next look could mean waiting for a hung call's timeout.
+  if (!kubectl_.Cancelled()) kubectl_.Cancel();
+  return true;
+}
 
 void KubernetesBackend::SetStopFlag(const std::atomic<bool>* stop) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -191,16 +199,20 @@ void KubernetesBackend::SetStopFlag(const std::atomic<bool>* stop) {
   if (!stop || stop_watcher_.joinable()) return;
   stop_watcher_ = std::thread([this, stop] {
     for (;;) {
+      bool shutting_down;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        if (cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) return;
+        shutting_down = cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
       }
+      // Shutdown may come first (the tuner saw the flag before this thread
+      // woke): the calls in flight must end all the same.
       if (stop->load()) {
         kubectl_.Cancel();  // every kubectl in flight ends now
         std::lock_guard<std::mutex> lock(mu_);
         NotifyLocked();
         return;
       }
+      if (shutting_down) return;
     }
   });
 }
@@ -491,6 +503,7 @@ void KubernetesBackend::NotifyLocked() {
 void KubernetesBackend::Shutdown() {
   std::vector<std::shared_ptr<Attempt>> all;
   std::vector<std::thread> retired;
+  (void)Interrupted();  // after Ctrl-C: the calls in flight end before the joins below
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && !poller_.joinable()) return;
@@ -807,10 +820,20 @@ void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, c
       retired_.push_back(std::move(a->follower));
     }
   }
-  if (!a->log_pod.empty() && a->log_pod != pod && !a->spec.trial_dir.empty()) {
-    std::ofstream(a->spec.trial_dir + "/rank_0.log", std::ios::app)
-        << "--- tune: rank 0's pod " << a->log_pod << " was replaced by pod " << pod
-        << "; the reports above are the replaced pod's, the steps below supersede them ---\n";
+  if (!a->log_pod.empty() && a->log_pod != pod) {
+    if (!a->spec.trial_dir.empty()) {
+      std::ofstream(a->spec.trial_dir + "/rank_0.log", std::ios::app)
+          << "--- tune: rank 0's pod " << a->log_pod << " was replaced by pod " << pod
+          << "; the reports above are the replaced pod's, stored as excluded; the steps below count ---\n";
+    }
+    // The replaced pod's reports stop counting (the tuner stores them as
+    // excluded); the new pod reports from its start.
+    MetricReport marker;
+    marker.restart = kReplacedPod;
+    marker.time = Now();
+    a->reports.push_back(std::move(marker));
+    a->report_count = 0;
+    NotifyLocked();
   }
   ++a->generation;
   a->log_pod = pod;

@@ -22,8 +22,10 @@
 //            finishes with. When the Job controller replaces it (a failed
 //            or evicted pod, under backoffLimit), the new pod's log is
 //            read from its start; the dead pod's reports are marked in
-//            rank_0.log and its steps are reported again by the new pod
-//            (docs/kubernetes.md). A log that cannot be read at the end is
+//            rank_0.log, a restart marker (MetricReport::restart =
+//            "replaced pod") follows them in Poll's reports, so the tuner
+//            stores them as excluded, and the new pod reports its steps
+//            again (docs/kubernetes.md). A log that cannot be read at the end is
 //            retried; if it stays unreadable the attempt fails with that
 //            reason, never with a false one.
 //   Kill     `kubectl delete job/<n> service/<n> --cascade=foreground

@@ -18,6 +18,12 @@ void ProtoWriter::RawFixed64(double v) {
   for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<char>((bits >> (8 * i)) & 0xFF));
 }
 
+void ProtoWriter::RawFixed32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<char>((bits >> (8 * i)) & 0xFF));
+}
+
 void ProtoWriter::Tag(int field, int wire_type) {
   RawVarint((static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wire_type));
 }
@@ -45,6 +51,13 @@ ProtoWriter& ProtoWriter::PackedDouble(int field, double value) {
   Tag(field, 2);
   RawVarint(8);
   RawFixed64(value);
+  return *this;
+}
+
+ProtoWriter& ProtoWriter::PackedFloat(int field, float value) {
+  Tag(field, 2);
+  RawVarint(4);
+  RawFixed32(value);
   return *this;
 }
 

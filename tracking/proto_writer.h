@@ -21,6 +21,8 @@ class ProtoWriter {
   ProtoWriter& Message(int field, const ProtoWriter& message) { return Bytes(field, message.bytes()); }
   // A packed repeated double field holding one value.
   ProtoWriter& PackedDouble(int field, double value);
+  // A packed repeated float field holding one value.
+  ProtoWriter& PackedFloat(int field, float value);
 
   const std::string& bytes() const { return bytes_; }
 
@@ -28,6 +30,7 @@ class ProtoWriter {
   void Tag(int field, int wire_type);
   void RawVarint(uint64_t v);
   void RawFixed64(double v);
+  void RawFixed32(float v);
   std::string bytes_;
 };
 

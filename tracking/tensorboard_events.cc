@@ -21,9 +21,9 @@ constexpr int kPluginName = 1, kContent = 2;                     // PluginData
 constexpr int kDataClassScalar = 1;
 }
 namespace tensor {
-constexpr int kDtype = 1, kShape = 2, kDoubleVal = 6;  // TensorProto
+constexpr int kDtype = 1, kShape = 2, kFloatVal = 5;  // TensorProto
 constexpr int kShapeDim = 2;                           // TensorShapeProto
-constexpr int kDtFloat = 1, kDtDouble = 2;
+constexpr int kDtFloat = 1;
 }
 namespace hparams {
 constexpr int kSessionStartInfo = 3, kSessionEndInfo = 4;  // HParamsPluginData (version 0: omitted)
@@ -98,7 +98,7 @@ std::string ScalarEvent(double wall_time, int64_t step, const std::string& tag, 
   ProtoWriter metadata;
   metadata.Message(summary::kPluginData, pd).Varint(summary::kDataClass, summary::kDataClassScalar);
   ProtoWriter t;
-  t.Varint(tensor::kDtype, tensor::kDtDouble).Message(tensor::kShape, ProtoWriter()).PackedDouble(tensor::kDoubleVal, v);
+  t.Varint(tensor::kDtype, tensor::kDtFloat).Message(tensor::kShape, ProtoWriter()).PackedFloat(tensor::kFloatVal, static_cast<float>(v));
   ProtoWriter sv;
   sv.Bytes(summary::kTag, tag).Message(summary::kMetadata, metadata).Message(summary::kTensor, t);
   return WrapSummaryValue(wall_time, step, sv);

@@ -2,9 +2,11 @@
 // summary.proto and the HParams plugin's plugin_data.proto), serialized for
 // a TfRecordWriter. Only what tune writes:
 // - the file version record every event file starts with;
-// - one scalar: a float64 tensor summary with the "scalars" plugin, as
-//   TensorFlow 2's tf.summary.scalar writes it (read back exactly, unlike the
-//   legacy float32 simple_value);
+// - one scalar: a float32 tensor summary with the "scalars" plugin, as
+//   TensorFlow 2's tf.summary.scalar writes a float32 value. float32, not
+//   float64: TensorBoard's default reader (its Rust data server) shows no
+//   float64 scalar at all, in the Scalars tab or as an HParams metric;
+//   the exact values stay in the database;
 // - the HParams plugin's session start (the trial's parameters) and session
 //   end (its final status), which make the HParams tab list trials as rows.
 #pragma once

@@ -61,7 +61,8 @@ class TrialBackend {
   // Starts an attempt without waiting for it. Non-OK: it did not start and
   // holds no resources (the tuner records a failed attempt).
   virtual Status Launch(const LaunchSpec& spec) = 0;
-  // New rank-0 metric reports since the last Poll, in output order.
+  // New rank-0 metric reports since the last Poll, in output order, and
+  // restart markers (MetricReport::restart) where rank 0 started over.
   virtual Result<std::vector<MetricReport>> Poll(TrialId id) = 0;
   // Current state. kSucceeded/kFailed are final and only returned after
   // every report has been returned by Poll.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "schedulers/asha_scheduler.h"
@@ -26,6 +27,7 @@
 #include "tuner/export_tensorboard.h"
 #include "tuner/progress.h"
 #include "tuner/report.h"
+#include "tuner/run_lock.h"
 #include "tuner/storage/storage.h"
 #include "tuner/tuner.h"
 
@@ -62,46 +64,6 @@ Result<std::unique_ptr<Storage>> OpenExisting(const std::optional<std::string>& 
   }
   return storage;
 }
-
-// One `tune run` per experiment and database at a time: an advisory lock
-// on <db>.<experiment>.lock, released by the kernel if we die. Only the
-// holder removes the file, and a holder checks after locking that the path
-// still names the file it locked (another holder may have just removed it).
-class RunLock {
- public:
-  Status Acquire(const std::string& db_path, const std::string& experiment) {
-    path_ = db_path + "." + experiment + ".lock";
-    for (;;) {
-      int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0) {
-        return Status::InvalidArgument(db_path + ": cannot create the results database here (its lock file " +
-                                       path_ + ": " + std::strerror(errno) + ")");
-      }
-      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        ::close(fd);
-        return Status::FailedPrecondition("experiment '" + experiment + "' in " + db_path +
-                                          " is being run by another tune process");
-      }
-      struct stat locked {}, named {};
-      if (::fstat(fd, &locked) == 0 && ::stat(path_.c_str(), &named) == 0 && locked.st_dev == named.st_dev &&
-          locked.st_ino == named.st_ino) {
-        fd_ = fd;
-        return Status::Ok();
-      }
-      ::close(fd);  // removed by the previous holder as we locked it: again
-    }
-  }
-  ~RunLock() {
-    if (fd_ >= 0) {
-      ::unlink(path_.c_str());
-      ::close(fd_);
-    }
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;  // >= 0 only while we hold the lock
-};
 
 // The parts tune run builds must be buildable (an unknown sampler option, a
 // trial bigger than this machine, a missing working directory). Returns the
@@ -231,6 +193,8 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
 
   fs::path db_dir = fs::path(db_path).parent_path();
   const std::string runs_dir = (db_dir.empty() ? fs::path("tune_runs") : db_dir / "tune_runs").string();
+  std::set<TrialId> adopted_trials;
+  std::string rerun_reason;
 #ifdef TUNE_HAVE_K8S
   // On resume, the Jobs of trials the database says are running are
   // adopted (followed if they run, harvested if they ended while tune was
@@ -256,6 +220,12 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
       out << "tune: adopted the Kubernetes Jobs of " << adopted->size() << " trial"
           << (adopted->size() == 1 ? "" : "s") << " that ran while tune was down\n";
     }
+    for (const auto& [id, launch] : running) {
+      if (adopted->count(id)) continue;
+      out << "tune: trial " << launch.trial_number << ": its Job was gone on resume, so it runs again\n";
+    }
+    adopted_trials = *adopted;
+    rerun_reason = "interrupted: the tuner stopped while it ran, and its Job was gone on resume: rerun";
   }
 #endif
   std::unique_ptr<ProgressSink> progress =
@@ -266,6 +236,8 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   options.resume = args.resume;
   options.max_concurrent = args.max_concurrent;
   options.runs_dir = runs_dir;
+  options.adopted = adopted_trials;
+  options.rerun_reason = rerun_reason;
 
   TunerParts parts;
   parts.storage = storage.get();
@@ -321,7 +293,8 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
     err << "tune: could not delete " << left.size() << " Kubernetes object" << (left.size() == 1 ? "" : "s")
         << " of the experiment (";
     for (size_t i = 0; i < left.size() && i < 10; ++i) err << (i ? ", " : "") << left[i];
-    err << (left.size() > 10 ? ", ..." : "") << "); delete them with: " << k8s->LeftoverCommand() << "\n";
+    err << (left.size() > 10 ? ", ..." : "") << "); delete them with: " << k8s->LeftoverCommand()
+        << " (or run: tune cleanup --db " << db_path << " --experiment " << spec.name << ")\n";
     if (s.outcome == RunOutcome::kCompleted) return kExitFailed;
   }
 #endif

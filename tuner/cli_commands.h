@@ -30,7 +30,19 @@ struct QueryArgs {
   int limit = 0;           // trials: at most this many rows; 0 = all
 };
 
+// `tune cleanup`: deletes the Kubernetes objects labelled with experiments
+// of the database (docs/kubernetes.md). Exit 0 when nothing is left, 1 when
+// something could not be deleted (or an experiment was skipped because a run
+// holds it), 2 for bad arguments or when the experiment named is being run.
+struct CleanupArgs {
+  std::optional<std::string> db_path;  // unset: ./tune.db
+  std::string experiment;  // empty: every experiment of the database whose backend.type is kubernetes
+  std::string namespace_;  // empty: each experiment's backend.namespace
+  bool dry_run = false;    // list what would be deleted, delete nothing
+};
+
 int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err);
+int CleanupCommand(const CleanupArgs& args, std::ostream& out, std::ostream& err);
 int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& err);
 int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);

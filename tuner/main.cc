@@ -139,6 +139,14 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--db", report.db_path, "SQLite results database (default: ./tune.db)");
   report_cmd->add_option("--experiment,-e", report.experiment, "Experiment name (default: the latest one)");
   report_cmd->add_option("--out,-o", report.out_path, "The HTML file to write")->required();
+  tune::CleanupArgs cleanup;
+  auto* cleanup_cmd =
+      app.add_subcommand("cleanup", "Delete the Kubernetes Jobs, Services and pods labelled with an experiment");
+  cleanup_cmd->add_option("--db", cleanup.db_path, "SQLite results database (default: ./tune.db)");
+  cleanup_cmd->add_option("--experiment,-e", cleanup.experiment,
+                          "Experiment name (default: every experiment of the database that runs on Kubernetes)");
+  cleanup_cmd->add_option("--namespace,-n", cleanup.namespace_, "Namespace (default: the experiment's backend.namespace)");
+  cleanup_cmd->add_flag("--dry-run", cleanup.dry_run, "List what would be deleted, delete nothing");
 
   try {
     app.parse(argc, argv);
@@ -151,7 +159,7 @@ int main(int argc, char** argv) {
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       what = std::string("unknown command '") + argv[1] +
-             "' (expected run, validate, best, trials, importance, status, dashboard, report, export, render or import)";
+             "' (expected run, validate, best, trials, importance, status, dashboard, report, export, render, import or cleanup)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -188,5 +196,6 @@ int main(int argc, char** argv) {
   if (*export_ml_cmd) return tune::ExportMlflowCommand(query, export_uri, std::cout, std::cerr);
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
   if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
+  if (*cleanup_cmd) return tune::CleanupCommand(cleanup, std::cout, std::cerr);
   return 2;
 }

@@ -21,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 
 // reports.excluded of a report printed after the trial reached max_t.
 constexpr const char kAfterMaxT[] = "after max_t";
+// reports.excluded of an adopted attempt's reports stored before a resume:
+// the backend reports them again from the start of its log.
+constexpr const char kReadAgain[] = "read again on resume";
 
 // True if `a` is a better objective value than `b` in `mode`.
 bool Better(double a, double b, Mode mode) { return mode == Mode::kMin ? a < b : a > b; }
@@ -145,8 +148,16 @@ struct Tuner::Impl {
   Status ReplayHistory();
   Status LaunchReady();
   Status LaunchTrial(TrialId id);
+  // <runs_dir>/<experiment>/trial_NNNN, created, as an absolute path.
+  Result<std::string> TrialDir(const Trial& t);
+  // Resume: a trial whose running attempt the backend adopted goes on in
+  // that attempt (TunerOptions::adopted).
+  Status AdoptTrial(TrialId id);
   Status Harvest();
   Status HandleReports(TrialId id, const std::vector<MetricReport>& reports, bool* stopped);
+  // A restart marker (MetricReport::restart): the attempt's reports so far
+  // become excluded, so only the new rank 0's count.
+  Status Restart(TrialId id, const MetricReport& marker);
   Status EndTrial(TrialId id, TrialState state, const std::string& message,
                   std::optional<int64_t> rung = std::nullopt);
   // Stores seconds_before + this run's time (a killed tuner loses at most
@@ -204,12 +215,20 @@ Status Tuner::Impl::ReplayHistory() {
   // Trials found running were interrupted (the tuner was killed): their
   // attempt is void and they run again. Retire it before the replay, so
   // the scheduler sees exactly the events of an uninterrupted run.
+  // An adopted attempt goes on: its reports so far are read again from the
+  // start of its log, so the stored ones stop counting.
+  std::vector<TrialId> adopt;
   {
     TUNE_ASSIGN_OR_RETURN(History before, storage.ListTrials(experiment_id));
     for (const Trial& t : before) {
-      if (t.state == TrialState::kRunning) {
-        TUNE_RETURN_IF_ERROR(storage.RetryTrial(t.id, "interrupted: the tuner stopped while it ran"));
+      if (t.state != TrialState::kRunning) continue;
+      if (options.adopted.count(t.id)) {
+        TUNE_RETURN_IF_ERROR(storage.ExcludeAttemptReports(t.id, t.attempt, kReadAgain));
+        adopt.push_back(t.id);
+        continue;
       }
+      TUNE_RETURN_IF_ERROR(storage.RetryTrial(
+          t.id, options.rerun_reason.empty() ? "interrupted: the tuner stopped while it ran" : options.rerun_reason));
     }
   }
   TUNE_ASSIGN_OR_RETURN(History stored, storage.ListTrials(experiment_id));
@@ -256,8 +275,33 @@ Status Tuner::Impl::ReplayHistory() {
   }
   if (parts.progress) {
     parts.progress->OnMessage("resuming experiment '" + spec.name + "': " + std::to_string(trials.size()) +
-                              " trials so far, " + std::to_string(retry_queue.size()) + " to run again");
+                              " trials so far, " + std::to_string(retry_queue.size()) + " to run again" +
+                              (adopt.empty() ? "" : ", " + std::to_string(adopt.size()) + " adopted"));
   }
+  for (TrialId id : adopt) TUNE_RETURN_IF_ERROR(AdoptTrial(id));
+  return Status::Ok();
+}
+
+Result<std::string> Tuner::Impl::TrialDir(const Trial& t) {
+  std::filesystem::path dir = std::filesystem::path(options.runs_dir) / spec.name /
+                              ("trial_" + std::string(t.number < 10 ? "000" : t.number < 100 ? "00" : t.number < 1000 ? "0" : "") +
+                               std::to_string(t.number));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Internal("cannot create trial directory " + dir.string() + ": " + ec.message());
+  return std::filesystem::absolute(dir, ec).string();
+}
+
+Status Tuner::Impl::AdoptTrial(TrialId id) {
+  Trial& t = Get(id);
+  TUNE_ASSIGN_OR_RETURN(std::string trial_dir, TrialDir(t));
+  // The backend tracks the adopted attempt already: Launch takes it over.
+  TUNE_RETURN_IF_ERROR(parts.backend->Launch(MakeLaunchSpec(spec, t, trial_dir)));
+  t.state = TrialState::kRunning;
+  running.insert(id);
+  started_at[id] = Clock::now();
+  if (parts.progress) parts.progress->OnTrialStarted(t);
+  if (parts.tracking) parts.tracking->OnAttemptStarted(t, trial_dir);
   return Status::Ok();
 }
 
@@ -271,13 +315,7 @@ void Tuner::Impl::NoteValue(const Trial& t) {
 
 Status Tuner::Impl::LaunchTrial(TrialId id) {
   Trial& t = Get(id);
-  std::filesystem::path dir = std::filesystem::path(options.runs_dir) / spec.name /
-                              ("trial_" + std::string(t.number < 10 ? "000" : t.number < 100 ? "00" : t.number < 1000 ? "0" : "") +
-                               std::to_string(t.number));
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::Internal("cannot create trial directory " + dir.string() + ": " + ec.message());
-  std::string trial_dir = std::filesystem::absolute(dir, ec).string();
+  TUNE_ASSIGN_OR_RETURN(std::string trial_dir, TrialDir(t));
 
   LaunchSpec launch = MakeLaunchSpec(spec, t, trial_dir);
   if (!parts.backend->CanLaunch(launch)) return Status::Unavailable("no free resources");
@@ -348,8 +386,26 @@ Status Tuner::Impl::LaunchReady() {
   return Status::Ok();
 }
 
+Status Tuner::Impl::Restart(TrialId id, const MetricReport& marker) {
+  // A trial that reached max_t before keeps that result.
+  if (finishing.count(id)) return Status::Ok();
+  Trial& t = Get(id);
+  TUNE_RETURN_IF_ERROR(parts.storage->ExcludeAttemptReports(id, t.attempt, marker.restart));
+  t.intermediate.clear();
+  t.value.reset();
+  if (parts.progress) {
+    parts.progress->OnMessage("trial " + std::to_string(t.number) + ": its reports so far no longer count (" +
+                              marker.restart + "); the new rank 0 reports from the start");
+  }
+  return Status::Ok();
+}
+
 Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& reports, bool* stopped) {
   for (const MetricReport& r : reports) {
+    if (!r.restart.empty()) {
+      TUNE_RETURN_IF_ERROR(Restart(id, r));
+      continue;
+    }
     Trial& t = Get(id);
     auto obj = Objective(r);
     if (finishing.count(id)) {
@@ -499,6 +555,10 @@ Status Tuner::Impl::StopAllRunning(TrialState as, const std::string& message) {
     auto reports = parts.backend->Poll(id);
     if (reports.ok()) {
       for (const MetricReport& r : *reports) {
+        if (!r.restart.empty()) {
+          TUNE_RETURN_IF_ERROR(Restart(id, r));
+          continue;
+        }
         Trial& t = Get(id);
         auto obj = Objective(r);
         if (finishing.count(id)) {

@@ -6,7 +6,8 @@
 // Crash safety: every state change is written before the next action, so a
 // killed tuner loses no finished trial. On resume, trials found `running`
 // were interrupted: they go back to pending and are run again (their
-// reports of the interrupted attempt are kept but no longer count).
+// reports of the interrupted attempt are kept but no longer count), unless
+// the backend adopted their attempt (TunerOptions::adopted).
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,15 @@ struct TunerOptions {
   std::chrono::milliseconds kill_grace = std::chrono::seconds(5);
   // Longest wait for backend events before the loop looks at timers again.
   std::chrono::milliseconds tick = std::chrono::milliseconds(200);
+  // Resume: trials found running whose attempt the backend has adopted
+  // (Kubernetes: its Job still exists, KubernetesBackend::AdoptOrClean).
+  // They stay in that attempt (not a new one): its stored reports become
+  // excluded ("read again on resume") and the backend reports them again
+  // from the start of its log. Every other trial found running is retried.
+  std::set<TrialId> adopted;
+  // Resume: the stored reason of a trial found running that is run again
+  // (empty: "interrupted: the tuner stopped while it ran").
+  std::string rerun_reason;
 };
 
 enum class RunOutcome { kCompleted, kFailed, kInterrupted };

@@ -1,6 +1,7 @@
 // KubernetesBackend under a misbehaving cluster (issue: a replaced pod, a
 // failed API call, an unreadable log must never change a result): the real
 // kubectl against fake_apiserver.py with its fault injection turned on.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -115,8 +116,17 @@ TEST_CASE("defect 1: the pod the Job finishes with speaks for the attempt", "[k8
   Outcome out = RunToEnd(backend, 1);
   INFO(out.status.message);
   CHECK(out.status.state == RunState::kSucceeded);
-  std::map<int64_t, double> curve = Curve(out.reports);
+  // The dead pod's reports, then one restart marker, then the new pod's.
+  auto restart = std::find_if(out.reports.begin(), out.reports.end(),
+                              [](const MetricReport& r) { return !r.restart.empty(); });
+  REQUIRE(restart != out.reports.end());
+  CHECK(restart->restart == "replaced pod");
+  CHECK(restart->values.empty());
+  std::map<int64_t, double> dead = Curve({out.reports.begin(), restart});
+  CHECK(dead == std::map<int64_t, double>{{1, 91}, {2, 92}, {3, 93}});
+  std::map<int64_t, double> curve = Curve({restart + 1, out.reports.end()});
   REQUIRE(!curve.empty());
+  CHECK(curve.begin()->first == 1);
   CHECK(curve.rbegin()->first == 10);
   CHECK(curve.rbegin()->second == Approx(0.1));
   // Every step the dead pod reported was reported again by its replacement.
@@ -157,6 +167,16 @@ TEST_CASE("defect 1: a pod deleted from outside is replaced and followed", "[k8s
   out.reports.insert(out.reports.begin(), seen.begin(), seen.end());
   REQUIRE(!out.reports.empty());
   CHECK(out.reports.back().step == 40);  // not the step the evicted pod reached
+  // One restart marker between the evicted pod's reports and the new pod's,
+  // which start again at step 1.
+  auto marker = std::find_if(out.reports.begin(), out.reports.end(),
+                             [](const MetricReport& r) { return !r.restart.empty(); });
+  REQUIRE(marker != out.reports.end());
+  CHECK(marker - out.reports.begin() >= 5);
+  REQUIRE(marker + 1 != out.reports.end());
+  CHECK((marker + 1)->step == 1);
+  CHECK(std::count_if(out.reports.begin(), out.reports.end(),
+                      [](const MetricReport& r) { return !r.restart.empty(); }) == 1);
   backend.Shutdown();
   CHECK(cluster.Names("jobs,services,pods", Sel(exp)).empty());
   fs::remove_all(s.trial_dir);

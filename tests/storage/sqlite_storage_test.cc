@@ -125,6 +125,27 @@ TEST_CASE("a trial goes pending, running, completed with its reports", "[storage
   CHECK(*rec.ended_at >= *rec.started_at);
   CHECK_FALSE(rec.pruned_rung.has_value());
   CHECK_FALSE((*records)[1].started_at.has_value());
+  CHECK(rec.trial.intermediate == std::map<int64_t, double>{{10, 2.0}, {30, 1.5}});
+
+  // Summaries: the same records, without the intermediate reports.
+  auto summaries = db->ListTrialSummaries(e);
+  REQUIRE(summaries.ok());
+  REQUIRE(summaries->size() == records->size());
+  for (size_t i = 0; i < records->size(); ++i) {
+    const TrialRecord& a = (*records)[i];
+    const TrialRecord& b = (*summaries)[i];
+    CHECK(b.trial.intermediate.empty());
+    CHECK(b.trial.id == a.trial.id);
+    CHECK(b.trial.number == a.trial.number);
+    CHECK(b.trial.state == a.trial.state);
+    CHECK(b.trial.value == a.trial.value);
+    CHECK(b.trial.params == a.trial.params);
+    CHECK(b.last_step == a.last_step);
+    CHECK(b.location == a.location);
+    CHECK(b.message == a.message);
+    CHECK(b.started_at == a.started_at);
+  }
+  CHECK(db->ListTrialSummaries(e + 1000).status().IsNotFound());
 
   auto reports = db->ListTrialReports(t0->id);
   REQUIRE(reports.ok());
@@ -254,6 +275,36 @@ TEST_CASE("an excluded report is kept and marked but counts nowhere", "[storage]
   REQUIRE(db->FinishTrial(t.id, TrialState::kCompleted, 2.0, std::nullopt, "reached max_t").ok());
   CHECK(db->AppendExcludedReport(t.id, 0, Report(13, {{"loss", 0.4}}), 0.4, "after max_t").code() ==
         StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("a restarted attempt's earlier reports become excluded, the later ones count", "[storage]") {
+  TempDir dir;
+  auto db = Open(dir.File("tune.db"));
+  ExperimentId e = *db->CreateExperiment("exp", "{}", 1);
+  Trial t = *db->CreateTrial(e, {});
+  REQUIRE(db->StartTrial(t.id, 0, "k8s").ok());
+  REQUIRE(db->AppendReport(t.id, 0, Report(1, {{"loss", 91}}), 91).ok());
+  REQUIRE(db->AppendReport(t.id, 0, Report(3, {{"loss", 93}}), 93).ok());
+  CHECK(db->ExcludeAttemptReports(t.id, 1, "replaced pod").code() == StatusCode::kFailedPrecondition);
+  REQUIRE(db->ExcludeAttemptReports(t.id, 0, "replaced pod").ok());
+  auto rec = (*db->ListTrialRecords(e))[0];
+  CHECK(rec.trial.intermediate.empty());
+  CHECK_FALSE(rec.trial.value.has_value());
+  CHECK_FALSE(rec.last_step.has_value());
+  CHECK(db->ListReports(e)->empty());
+  REQUIRE(db->AppendReport(t.id, 0, Report(1, {{"loss", 0.5}}), 0.5).ok());
+  rec = (*db->ListTrialRecords(e))[0];
+  CHECK(rec.trial.intermediate == std::map<int64_t, double>{{1, 0.5}});
+  CHECK(rec.trial.value == 0.5);
+  CHECK(rec.last_step == 1);
+  auto all = *db->ListTrialReports(t.id);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].excluded == "replaced pod");
+  CHECK(all[1].excluded == "replaced pod");
+  CHECK(all[1].report.values.at("loss") == 93);
+  CHECK(all[2].excluded.empty());
+  REQUIRE(db->FinishTrial(t.id, TrialState::kCompleted, 0.5, std::nullopt, "completed").ok());
+  CHECK(db->ExcludeAttemptReports(t.id, 0, "replaced pod").code() == StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("a database file deleted or replaced while open fails the next write", "[storage]") {

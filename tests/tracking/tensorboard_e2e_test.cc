@@ -41,7 +41,9 @@ json Expected(tune::Storage& storage, const tune::TrialRecord& rec) {
   REQUIRE(reports.ok());
   for (const auto& r : *reports) {
     if (r.attempt != rec.trial.attempt || !r.excluded.empty()) continue;
-    for (const auto& [tag, v] : r.report.values) scalars[tag].push_back({r.report.step, v});
+    // float32, as written (TensorBoard's default reader takes no float64).
+    for (const auto& [tag, v] : r.report.values)
+      scalars[tag].push_back({r.report.step, static_cast<double>(static_cast<float>(v))});
   }
   json hparams = json::object();
   for (const auto& [name, v] : rec.trial.params) {

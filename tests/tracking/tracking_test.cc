@@ -44,6 +44,7 @@ TEST_CASE("ProtoWriter writes the protobuf wire format", "[tracking]") {
   CHECK(ProtoWriter().Double(1, 1.0).bytes() == std::string("\x09\0\0\0\0\0\0\xf0\x3f", 9));
   // A packed repeated double holding one value: tag (6<<3)|2, length 8.
   CHECK(ProtoWriter().PackedDouble(6, 1.0).bytes() == std::string("\x32\x08\0\0\0\0\0\0\xf0\x3f", 10));
+  CHECK(ProtoWriter().PackedFloat(5, 1.0f).bytes() == std::string("\x2a\x04\0\0\x80\x3f", 6));
   // A nested message is its bytes, length-delimited; negative int64 as ten bytes.
   ProtoWriter inner;
   inner.Varint(1, static_cast<uint64_t>(int64_t{-1}));

@@ -50,6 +50,12 @@ struct MetricReport {
   int64_t step = 0;                        // time_attr value, or report index
   std::map<std::string, double> values;    // every name=value on the line
   double time = 0;                         // seconds since the Unix epoch
+  // Non-empty only on a marker that a backend puts into an attempt's
+  // reports when its rank 0 started over from scratch (Kubernetes: the Job
+  // controller replaced rank 0's pod): every report of the attempt before
+  // the marker stops counting, for this reason ("replaced pod"). A marker
+  // carries no values.
+  std::string restart;
 };
 
 }  // namespace tune

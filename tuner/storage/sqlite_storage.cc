@@ -139,12 +139,14 @@ class SqliteStorage final : public Storage {
     TUNE_CHECK(!reason.empty());
     return InsertReport(t, attempt, report, objective, reason);
   }
+  Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) override;
   Status RetryTrial(TrialId t, const std::string& message) override;
   Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
                      std::optional<int64_t> pruned_rung, const std::string& message) override;
 
   Result<History> ListTrials(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) override;
+  Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) override;
   Result<std::vector<StoredReport>> ListReports(ExperimentId e) override;
   Result<std::vector<StoredReport>> ListTrialReports(TrialId t) override;
 
@@ -172,6 +174,8 @@ class SqliteStorage final : public Storage {
   Status CheckExperiment(ExperimentId e);
   Result<TrialRow> LoadTrial(TrialId t);
   Status FillIntermediate(ExperimentId e, std::vector<Trial*>& trials);
+  // ListTrialRecords, with the intermediate reports when `intermediate`.
+  Result<std::vector<TrialRecord>> ReadTrialRecords(ExperimentId e, bool intermediate);
   std::vector<StoredReport> ReadReports(SQLite::Statement& s);
   // "trial 3 (id 17) of experiment 'demo'", for messages.
   std::string TrialName(TrialId t, const TrialRow& row);
@@ -543,6 +547,29 @@ Status SqliteStorage::InsertReport(TrialId t, int attempt, const MetricReport& r
   });
 }
 
+Status SqliteStorage::ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) {
+  TUNE_CHECK(!reason.empty());
+  return Transact(true, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    if (row.state != TrialState::kRunning || attempt != row.attempt) {
+      return Status::FailedPrecondition(TrialName(t, row) + " is " + TrialStateName(row.state) + " in attempt " +
+                                        std::to_string(row.attempt) + "; only the running attempt's reports (not " +
+                                        std::to_string(attempt) + "'s) can be excluded");
+    }
+    {
+      StmtScope s(Stmt("UPDATE reports SET excluded = ? WHERE trial_id = ? AND attempt = ? AND excluded IS NULL"));
+      s->bind(1, reason);
+      s->bind(2, static_cast<int64_t>(t));
+      s->bind(3, attempt);
+      s->exec();
+    }
+    StmtScope s(Stmt("UPDATE trials SET value = NULL, last_step = NULL WHERE id = ?"));
+    s->bind(1, static_cast<int64_t>(t));
+    s->exec();
+    return Status::Ok();
+  });
+}
+
 Status SqliteStorage::RetryTrial(TrialId t, const std::string& message) {
   return Transact(true, [&]() -> Status {
     TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
@@ -654,6 +681,14 @@ Result<History> SqliteStorage::ListTrials(ExperimentId e) {
 }
 
 Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e) {
+  return ReadTrialRecords(e, true);
+}
+
+Result<std::vector<TrialRecord>> SqliteStorage::ListTrialSummaries(ExperimentId e) {
+  return ReadTrialRecords(e, false);
+}
+
+Result<std::vector<TrialRecord>> SqliteStorage::ReadTrialRecords(ExperimentId e, bool intermediate) {
   std::vector<TrialRecord> out;
   Status st = Transact(false, [&]() -> Status {
     TUNE_RETURN_IF_ERROR(CheckExperiment(e));
@@ -674,6 +709,7 @@ Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e)
         r.message = s->getColumn(11).getString();
       }
     }
+    if (!intermediate) return Status::Ok();
     std::vector<Trial*> ptrs;
     for (TrialRecord& r : out) ptrs.push_back(&r.trial);
     return FillIntermediate(e, ptrs);

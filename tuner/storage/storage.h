@@ -94,6 +94,12 @@ class Storage {
   // value nor what a sampler or scheduler sees, also after --resume.
   virtual Status AppendExcludedReport(TrialId t, int attempt, const MetricReport& report,
                                       std::optional<double> objective, const std::string& reason) = 0;
+  // The attempt's rank 0 started over from scratch (Kubernetes: the Job
+  // controller replaced its pod): every counted report of attempt `attempt`
+  // so far becomes excluded with `reason` (non-empty; "replaced pod"), and
+  // value and last_step are cleared, so what counts from now on is only what
+  // the new process reports. The trial must be running that attempt.
+  virtual Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) = 0;
   // A failed attempt that will be retried: running -> pending, the attempt's
   // reports kept but no longer part of Trial::intermediate (nor ListReports);
   // value and last_step cleared. Trial::attempt stays the failed attempt's
@@ -108,6 +114,10 @@ class Storage {
   // objective reports.
   virtual Result<History> ListTrials(ExperimentId e) = 0;
   virtual Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) = 0;
+  // The same records with `trial.intermediate` left empty: one query over
+  // the trials table, cheap at any number of reports (counts, best values,
+  // one trial's row).
+  virtual Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) = 0;
   // Every counted report of the experiment's current attempts, in arrival
   // order (excluded ones left out).
   virtual Result<std::vector<StoredReport>> ListReports(ExperimentId e) = 0;
