@@ -45,10 +45,28 @@ std::optional<ExperimentSpec> SpecOf(const ExperimentRecord& e) {
 
 bool Better(double a, double b, Mode mode) { return mode == Mode::kMin ? a < b : a > b; }
 
+// TallyTrials' answer for records already read (one snapshot, so the
+// experiment document's counts always match its rows).
+TrialTally TallyRecords(const std::vector<TrialRecord>& records, Mode mode) {
+  TrialTally tally;
+  for (const TrialRecord& r : records) {
+    ++tally.counts[r.trial.state];
+    ++tally.total;
+    if (r.trial.state != TrialState::kCompleted || !r.trial.value || !std::isfinite(*r.trial.value)) continue;
+    if (!tally.best || Better(*r.trial.value, tally.best->second, mode))
+      tally.best = std::make_pair(r.trial.number, *r.trial.value);
+  }
+  return tally;
+}
+
+// The objective the stored spec names (the defaults if it does not parse).
+ObjectiveSpec ObjectiveOf(const std::optional<ExperimentSpec>& spec) {
+  return spec ? spec->objective : ObjectiveSpec{};
+}
+
 // Fields shared by the experiments list and the experiment document.
-Json Summary(const ExperimentRecord& e, const std::optional<ExperimentSpec>& spec,
-             const std::vector<TrialRecord>& records) {
-  ObjectiveSpec objective = spec ? spec->objective : ObjectiveSpec{};
+Json Summary(const ExperimentRecord& e, const std::optional<ExperimentSpec>& spec, const TrialTally& tally) {
+  ObjectiveSpec objective = ObjectiveOf(spec);
   Json j;
   j["name"] = e.name;
   j["state"] = ExperimentStateName(e.state);
@@ -59,16 +77,13 @@ Json Summary(const ExperimentRecord& e, const std::optional<ExperimentSpec>& spe
   j["metric"] = objective.metric;
   j["mode"] = objective.mode == Mode::kMin ? "min" : "max";
   Json counts = Json::object();
-  for (TrialState s : kStates) counts[TrialStateName(s)] = 0;
-  const TrialRecord* best = nullptr;
-  for (const TrialRecord& r : records) {
-    counts[TrialStateName(r.trial.state)] = counts[TrialStateName(r.trial.state)].get<int>() + 1;
-    if (r.trial.state != TrialState::kCompleted || !r.trial.value || !std::isfinite(*r.trial.value)) continue;
-    if (best == nullptr || Better(*r.trial.value, *best->trial.value, objective.mode)) best = &r;
+  for (TrialState s : kStates) {
+    auto it = tally.counts.find(s);
+    counts[TrialStateName(s)] = it == tally.counts.end() ? 0 : it->second;
   }
   j["counts"] = counts;
-  j["trials"] = records.size();
-  j["best"] = best ? Json{{"number", best->trial.number}, {"value", *best->trial.value}} : Json(nullptr);
+  j["trials"] = tally.total;
+  j["best"] = tally.best ? Json{{"number", tally.best->first}, {"value", tally.best->second}} : Json(nullptr);
   return j;
 }
 
@@ -237,8 +252,9 @@ Result<std::string> DashboardData::Experiments() {
   TUNE_ASSIGN_OR_RETURN(std::vector<ExperimentRecord> experiments, storage_.ListExperiments());
   Json out = Json::array();
   for (const ExperimentRecord& e : experiments) {
-    TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialSummaries(e.id));
-    out.push_back(Summary(e, SpecOf(e), records));
+    std::optional<ExperimentSpec> spec = SpecOf(e);
+    TUNE_ASSIGN_OR_RETURN(TrialTally tally, storage_.TallyTrials(e.id, ObjectiveOf(spec).mode == Mode::kMax));
+    out.push_back(Summary(e, spec, tally));
   }
   return Dump(out);
 }
@@ -247,7 +263,7 @@ Result<std::string> DashboardData::Experiment(const std::string& name) {
   TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, storage_.FindExperiment(name));
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialRecords(e.id));
   std::optional<ExperimentSpec> spec = SpecOf(e);
-  Json j = Summary(e, spec, records);
+  Json j = Summary(e, spec, TallyRecords(records, ObjectiveOf(spec).mode));
   j["parameters"] = spec ? ParametersJson(spec->parameters) : Json::array();
   j["scheduler"] = spec ? SchedulerJson(spec->scheduler, spec->objective.mode) : Json{{"type", "unknown"}};
   Json rows = Json::array();

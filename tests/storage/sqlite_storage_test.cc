@@ -169,6 +169,45 @@ TEST_CASE("a trial goes pending, running, completed with its reports", "[storage
   CHECK(pruned.trial.value == 3.0);
 }
 
+TEST_CASE("TallyTrials counts states and finds the best finite completed value, lower number on ties", "[storage]") {
+  TempDir dir;
+  auto db = Open(dir.File("tune.db"));
+  ExperimentId e = *db->CreateExperiment("exp", "{}", 1);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // number: state, value
+  const std::vector<std::pair<TrialState, double>> plan = {
+      {TrialState::kCompleted, 2.0},  {TrialState::kCompleted, 1.0}, {TrialState::kCompleted, 1.0},
+      {TrialState::kCompleted, -inf}, {TrialState::kCompleted, nan}, {TrialState::kPruned, 0.5},
+      {TrialState::kCompleted, inf},  {TrialState::kFailed, 0.1}};
+  for (const auto& [state, value] : plan) {
+    Trial t = *db->CreateTrial(e, {});
+    REQUIRE(db->StartTrial(t.id, 0, "local").ok());
+    REQUIRE(db->FinishTrial(t.id, state, value, std::nullopt, "").ok());
+  }
+  REQUIRE(db->CreateTrial(e, {}).ok());  // pending
+  auto min = db->TallyTrials(e, false);
+  REQUIRE(min.ok());
+  CHECK(min->total == 9);
+  CHECK(min->counts == std::map<TrialState, int>{{TrialState::kCompleted, 6},
+                                                  {TrialState::kPruned, 1},
+                                                  {TrialState::kFailed, 1},
+                                                  {TrialState::kPending, 1}});
+  REQUIRE(min->best.has_value());
+  CHECK(*min->best == std::make_pair(1, 1.0));  // not -inf, and trial 1 before trial 2
+  auto max = db->TallyTrials(e, true);
+  REQUIRE(max.ok());
+  REQUIRE(max->best.has_value());
+  CHECK(*max->best == std::make_pair(0, 2.0));  // not +inf
+  ExperimentId empty = *db->CreateExperiment("empty", "{}", 1);
+  auto none = db->TallyTrials(empty, false);
+  REQUIRE(none.ok());
+  CHECK(none->total == 0);
+  CHECK(none->counts.empty());
+  CHECK_FALSE(none->best.has_value());
+  CHECK(db->TallyTrials(empty + 1000, false).status().IsNotFound());
+}
+
 TEST_CASE("finished trials are immutable", "[storage]") {
   TempDir dir;
   auto db = Open(dir.File("tune.db"));

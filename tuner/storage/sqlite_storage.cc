@@ -147,6 +147,7 @@ class SqliteStorage final : public Storage {
   Result<History> ListTrials(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) override;
+  Result<TrialTally> TallyTrials(ExperimentId e, bool maximize) override;
   Result<std::vector<StoredReport>> ListReports(ExperimentId e) override;
   Result<std::vector<StoredReport>> ListTrialReports(TrialId t) override;
 
@@ -686,6 +687,35 @@ Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e)
 
 Result<std::vector<TrialRecord>> SqliteStorage::ListTrialSummaries(ExperimentId e) {
   return ReadTrialRecords(e, false);
+}
+
+Result<TrialTally> SqliteStorage::TallyTrials(ExperimentId e, bool maximize) {
+  TrialTally tally;
+  Status st = Transact(false, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    {
+      StmtScope s(Stmt("SELECT state, COUNT(*) FROM trials WHERE experiment_id = ? GROUP BY state"));
+      s->bind(1, static_cast<int64_t>(e));
+      while (s->executeStep()) {
+        const int n = s->getColumn(1).getInt();
+        tally.counts[StateFromText(s->getColumn(0).getString())] += n;
+        tally.total += n;
+      }
+    }
+    // Finite values only (NaN is stored as NULL; +-inf as SQLite's Inf).
+    StmtScope s(Stmt(maximize ? "SELECT number, value FROM trials WHERE experiment_id = ?1 AND state = ?2 AND "
+                                "value BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308 "
+                                "ORDER BY value DESC, number LIMIT 1"
+                              : "SELECT number, value FROM trials WHERE experiment_id = ?1 AND state = ?2 AND "
+                                "value BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308 "
+                                "ORDER BY value ASC, number LIMIT 1"));
+    s->bind(1, static_cast<int64_t>(e));
+    s->bind(2, TrialStateName(TrialState::kCompleted));
+    if (s->executeStep()) tally.best = std::make_pair(s->getColumn(0).getInt(), s->getColumn(1).getDouble());
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return tally;
 }
 
 Result<std::vector<TrialRecord>> SqliteStorage::ReadTrialRecords(ExperimentId e, bool intermediate) {

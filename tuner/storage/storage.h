@@ -49,6 +49,16 @@ struct TrialRecord {
   std::string message;                // why it failed / was pruned
 };
 
+// How many trials an experiment has in each state, and its best completed
+// one: what an experiments list shows, without reading every trial.
+struct TrialTally {
+  std::map<TrialState, int> counts;  // states with at least one trial
+  int total = 0;
+  // The completed trial with the best finite value (lowest, or highest when
+  // maximizing; the lower number among equals); none if there is none.
+  std::optional<std::pair<int, double>> best;  // (number, value)
+};
+
 // One stored report, for replaying scheduler events on --resume.
 struct StoredReport {
   int64_t seq = 0;  // global order of arrival
@@ -118,6 +128,8 @@ class Storage {
   // the trials table, cheap at any number of reports (counts, best values,
   // one trial's row).
   virtual Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) = 0;
+  // Counts by state and the best completed trial, from SQL aggregates.
+  virtual Result<TrialTally> TallyTrials(ExperimentId e, bool maximize) = 0;
   // Every counted report of the experiment's current attempts, in arrival
   // order (excluded ones left out).
   virtual Result<std::vector<StoredReport>> ListReports(ExperimentId e) = 0;
