@@ -870,6 +870,20 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
   std::ofstream log(a->spec.trial_dir.empty() ? std::string("/dev/null") : a->spec.trial_dir + "/rank_0.log",
                     std::ios::app);
   auto current = [&] { return !a->stop_follower && !stopping_ && a->generation == generation; };
+  // A metric line becomes the attempt's next report (its step from time_attr,
+  // else its position). Caller holds mu_; false if `line` is no metric line.
+  auto append_report = [&](const std::string& line) {
+    auto values = ParseMetricLine(line);
+    if (!values) return false;
+    MetricReport r;
+    r.values = std::move(*values);
+    ++a->report_count;
+    auto step = r.values.find(a->spec.time_attr);
+    r.step = step != r.values.end() && std::isfinite(step->second) ? std::llround(step->second) : a->report_count;
+    r.time = Now();
+    a->reports.push_back(std::move(r));
+    return true;
+  };
   while (true) {
     bool was_final;
     {
@@ -911,17 +925,7 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
         if (a->generation != generation) break;  // replaced meanwhile: drop
         log << line << '\n';
         if (!line.empty()) a->last_line = line;
-        auto values = ParseMetricLine(line);
-        if (!values) continue;
-        MetricReport r;
-        r.values = std::move(*values);
-        ++a->report_count;
-        auto step = r.values.find(a->spec.time_attr);
-        r.step = step != r.values.end() && std::isfinite(step->second) ? std::llround(step->second)
-                                                                       : a->report_count;
-        r.time = Now();
-        a->reports.push_back(std::move(r));
-        NotifyLocked();
+        if (append_report(line)) NotifyLocked();
       }
       log.flush();
       std::string errors;
@@ -946,16 +950,7 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
           seen = n;
           std::lock_guard<std::mutex> lock(mu_);
           log << line << '\n';
-          if (auto values = ParseMetricLine(line); values && a->generation == generation) {
-            MetricReport r;
-            r.values = std::move(*values);
-            ++a->report_count;
-            auto step = r.values.find(a->spec.time_attr);
-            r.step = step != r.values.end() && std::isfinite(step->second) ? std::llround(step->second)
-                                                                           : a->report_count;
-            r.time = Now();
-            a->reports.push_back(std::move(r));
-          }
+          if (a->generation == generation) append_report(line);
         }
         read_whole = true;
       } else {
