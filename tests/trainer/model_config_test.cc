@@ -148,6 +148,23 @@ TEST_CASE("config.json: unknown keys and unsupported values are refused in one s
   CHECK(Parse(j).ok());
 }
 
+// Sizes must be integers: a float used to be cast (576.5 became 576, 1e30
+// was undefined behaviour) and an integer beyond the field's range wrapped.
+TEST_CASE("config.json: integer fields refuse floats and out-of-range numbers by name", "[trainer][config]") {
+  for (json bad : {json(16.5), json(1e30), json(-1e30), json("16"), json(18446744073709551615ull)}) {
+    json j = Base("llama");
+    j["hidden_size"] = bad;
+    INFO(bad.dump());
+    CHECK_THAT(Refusal(j), Catch::Contains("config.json: field 'hidden_size' must be an integer, got " + bad.dump()));
+  }
+  json j = Base("llama");
+  j["max_position_embeddings"] = 4096.0;
+  CHECK_THAT(Refusal(j), Catch::Contains("'max_position_embeddings' must be an integer"));
+  j["max_position_embeddings"] = 4096;
+  REQUIRE(Parse(j).ok());
+  CHECK(Parse(j)->max_position_embeddings == 4096);
+}
+
 TEST_CASE("docs/trainer-models.md lists every known config.json key", "[trainer][config]") {
   std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/docs/trainer-models.md");
   REQUIRE(in);
