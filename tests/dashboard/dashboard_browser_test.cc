@@ -104,6 +104,9 @@ TEST_CASE("dashboard in Chromium: every page loads clean and draws the database"
   std::vector<std::string> steps = {
       "goto:" + dash.url(), "wait:document.querySelector('#experiments a')",
       "eval:name=document.querySelector('#experiments a').textContent",
+      // The experiments table as {column: text} for its one row.
+      "eval:row=Object.fromEntries(Array.from(document.querySelectorAll('#experiments th')).map((th, i) =>"
+      " [th.textContent, document.querySelectorAll('#experiments tbody td')[i].textContent]))",
       "shot:" + (kShots / "dashboard-experiments.png").string()};
   for (const std::string& s : ExperimentSteps(dash.url() + "#/e/dash-browser", "dashboard-experiment.png"))
     steps.push_back(s);
@@ -117,6 +120,12 @@ TEST_CASE("dashboard in Chromium: every page loads clean and draws the database"
   json out = Browse(steps);
   const json& v = out["values"];
   CHECK(v["name"] == "dash-browser");
+  // Every state has its count (from the same database).
+  const json& row = v["row"];
+  CHECK(row["trials"] == "10");
+  CHECK(row["pruned"] == std::to_string(want.pruned.size()));
+  CHECK(row["completed"] == std::to_string(want.finished - want.pruned.size()));
+  for (const char* state : {"failed", "stopped", "running", "pending"}) CHECK(row[state] == "0");
   CheckViews(v, want);
   CHECK(v["log"].get<std::string>().rfind("synthetic_trial:", 0) == 0);
 }
