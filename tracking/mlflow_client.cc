@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <charconv>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
+
+#include "tuner/core/json_integer.h"
 
 namespace tune::tracking {
 namespace {
@@ -32,14 +35,35 @@ double ReadDouble(const json& v) {
     if (s == "NaN") return std::nan("");
     if (s == "Infinity") return INFINITY;
     if (s == "-Infinity") return -INFINITY;
-    return std::stod(s);
+    double d = std::nan("");
+    std::from_chars(s.data(), s.data() + s.size(), d);
+    return d;
   }
   return std::nan("");
 }
+// MLflow's JSON writes int64 fields as strings (proto3 JSON) or numbers; a
+// value that is neither a fitting integer nor such a string reads as 0.
 int64_t ReadInt(const json& v) {
-  if (v.is_number()) return v.get<int64_t>();
-  if (v.is_string()) return std::stoll(v.get<std::string>());
+  if (std::optional<int64_t> n = JsonInteger<int64_t>(v)) return *n;
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec == std::errc() && end == s.data() + s.size()) return n;
+  }
   return 0;
+}
+
+// Runs `decode` on a server's answer. A field of an unexpected type (the
+// json accessors throw) becomes Unavailable, as an answer that is not JSON
+// does: a misbehaving server fails the call, never the tuner.
+template <typename F>
+auto Decode(const std::string& endpoint, F decode) -> Result<decltype(decode())> {
+  try {
+    return decode();
+  } catch (const std::exception& e) {
+    return Status::Unavailable("MLflow " + endpoint + ": unexpected answer (" + e.what() + ")");
+  }
 }
 
 json KeyValues(const MlflowTags& kv) {
@@ -55,6 +79,7 @@ MlflowRun ParseRun(const json& j) {
   r.experiment_id = info.value("experiment_id", "");
   r.run_name = info.value("run_name", "");
   r.status = info.value("status", "");
+  r.lifecycle_stage = info.value("lifecycle_stage", "active");
   if (info.contains("start_time")) r.start_time_ms = ReadInt(info["start_time"]);
   if (info.contains("end_time")) r.end_time_ms = ReadInt(info["end_time"]);
   const json& data = j.value("data", json::object());
@@ -167,19 +192,21 @@ Result<json> ParseBody(const Result<std::string>& body, const std::string& endpo
 Result<std::string> MlflowClient::GetExperimentByName(const std::string& name) {
   TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "experiments/get-by-name", json{{"experiment_name", name}}.dump()),
                                           "experiments/get-by-name"));
-  const json& e = j.value("experiment", json::object());
-  if (e.value("lifecycle_stage", "active") == "deleted") {
+  TUNE_ASSIGN_OR_RETURN(json e, Decode("experiments/get-by-name", [&] { return j.value("experiment", json::object()); }));
+  TUNE_ASSIGN_OR_RETURN(std::string stage,
+                        Decode("experiments/get-by-name", [&] { return e.value("lifecycle_stage", "active"); }));
+  if (stage == "deleted") {
     return Status::FailedPrecondition("MLflow experiment '" + name + "' at " + c_.tracking_uri +
                                       " is deleted; restore it (mlflow experiments restore) or choose another "
                                       "tracking.mlflow.experiment_name");
   }
-  return e.value("experiment_id", "");
+  return Decode("experiments/get-by-name", [&] { return e.value("experiment_id", ""); });
 }
 
 Result<std::string> MlflowClient::CreateExperiment(const std::string& name) {
   TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "experiments/create", json{{"name", name}}.dump()),
                                           "experiments/create"));
-  return j.value("experiment_id", "");
+  return Decode("experiments/create", [&] { return j.value("experiment_id", ""); });
 }
 
 Result<std::string> MlflowClient::EnsureExperiment(const std::string& name) {
@@ -195,17 +222,15 @@ Result<std::string> MlflowClient::CreateRun(const std::string& experiment_id, co
   json body = {{"experiment_id", experiment_id}, {"run_name", run_name}, {"start_time", start_time_ms},
                {"tags", KeyValues(tags)}};
   TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "runs/create", body.dump()), "runs/create"));
-  MlflowRun run = ParseRun(j.value("run", json::object()));
+  TUNE_ASSIGN_OR_RETURN(MlflowRun run, Decode("runs/create", [&] { return ParseRun(j.value("run", json::object())); }));
   if (run.run_id.empty()) return Status::Unavailable("MLflow runs/create: the answer has no run id");
   return run.run_id;
 }
 
 Result<MlflowRun> MlflowClient::GetRun(const std::string& run_id) {
   TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "runs/get", json{{"run_id", run_id}}.dump()), "runs/get"));
-  MlflowRun run = ParseRun(j.value("run", json::object()));
-  if (j["run"].value("info", json::object()).value("lifecycle_stage", "active") == "deleted") {
-    return Status::NotFound("MLflow run " + run_id + " is deleted");
-  }
+  TUNE_ASSIGN_OR_RETURN(MlflowRun run, Decode("runs/get", [&] { return ParseRun(j.value("run", json::object())); }));
+  if (run.lifecycle_stage == "deleted") return Status::NotFound("MLflow run " + run_id + " is deleted");
   return run;
 }
 
@@ -217,8 +242,10 @@ Result<std::vector<MlflowRun>> MlflowClient::SearchRuns(const std::string& exper
                  {"run_view_type", "ACTIVE_ONLY"}};
     if (!token.empty()) body["page_token"] = token;
     TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "runs/search", body.dump()), "runs/search"));
-    for (const json& r : j.value("runs", json::array())) out.push_back(ParseRun(r));
-    token = j.value("next_page_token", "");
+    TUNE_ASSIGN_OR_RETURN(token, Decode("runs/search", [&] {
+                            for (const json& r : j.value("runs", json::array())) out.push_back(ParseRun(r));
+                            return j.value("next_page_token", "");
+                          }));
   } while (!token.empty());
   return out;
 }
@@ -259,11 +286,13 @@ Result<std::vector<MlflowMetric>> MlflowClient::GetMetricHistory(const std::stri
     json q = {{"run_id", run_id}, {"metric_key", key}, {"max_results", "25000"}};
     if (!token.empty()) q["page_token"] = token;
     TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "metrics/get-history", q.dump()), "metrics/get-history"));
-    for (const json& m : j.value("metrics", json::array())) {
-      out.push_back({m.value("key", key), ReadDouble(m.value("value", json())), ReadInt(m.value("timestamp", json(0))),
-                     ReadInt(m.value("step", json(0)))});
-    }
-    token = j.value("next_page_token", "");
+    TUNE_ASSIGN_OR_RETURN(token, Decode("metrics/get-history", [&] {
+                            for (const json& m : j.value("metrics", json::array())) {
+                              out.push_back({m.value("key", key), ReadDouble(m.value("value", json())),
+                                             ReadInt(m.value("timestamp", json(0))), ReadInt(m.value("step", json(0)))});
+                            }
+                            return j.value("next_page_token", "");
+                          }));
   } while (!token.empty());
   return out;
 }

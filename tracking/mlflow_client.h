@@ -49,7 +49,8 @@ struct MlflowRun {
   std::string run_id;
   std::string experiment_id;
   std::string run_name;
-  std::string status;  // RUNNING, SCHEDULED, FINISHED, FAILED, KILLED
+  std::string status;           // RUNNING, SCHEDULED, FINISHED, FAILED, KILLED
+  std::string lifecycle_stage;  // active or deleted
   std::optional<int64_t> start_time_ms, end_time_ms;
   std::map<std::string, std::string> params, tags;
   std::map<std::string, double> latest_metrics;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/rng_state.h"
+#include "tuner/core/json_integer.h"
 
 namespace tune {
 namespace {
@@ -78,7 +79,13 @@ Result<CheckpointContents> LoadCheckpoint(const std::string& dir, const std::str
   CheckpointContents out;
   try {
     std::ifstream f(d / kStateFile);
-    out.step = nlohmann::json::parse(f).at("global_step").get<int64_t>();
+    const nlohmann::json step = nlohmann::json::parse(f).at("global_step");
+    std::optional<int64_t> n = JsonInteger<int64_t>(step);
+    if (!n || *n < 0) {
+      return Status::InvalidArgument(dir + "/" + kStateFile + ": \"global_step\" must be a non-negative integer, got " +
+                                     step.dump());
+    }
+    out.step = *n;
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(dir + "/" + kStateFile + ": " + e.what());
   }

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tuner/core/json_integer.h"
+
 namespace tune {
 
 double LoraConfig::Scaling() const {
@@ -69,7 +71,9 @@ Result<LoraConfig> ParseAdapterConfig(const std::string& json_text) {
   LoraConfig c;
   try {
     auto j = nlohmann::json::parse(json_text);
-    c.r = j.at("r").get<int64_t>();
+    std::optional<int64_t> r = JsonInteger<int64_t>(j.at("r"));
+    if (!r) return Status::InvalidArgument("adapter_config.json: \"r\" must be an integer, got " + j.at("r").dump());
+    c.r = *r;
     c.alpha = j.at("lora_alpha").get<double>();
     c.dropout = j.value("lora_dropout", 0.0);
     c.use_rslora = j.value("use_rslora", false);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/config_keys.h"
+#include "tuner/core/json_integer.h"
 
 namespace tune {
 namespace {
@@ -17,6 +18,15 @@ Status Field(const json& j, const char* name, bool required, T* out) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) {
     if (required) return Status::InvalidArgument(std::string("config.json: missing field '") + name + "'");
+    return Status::Ok();
+  }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    std::optional<T> v = JsonInteger<T>(*it);
+    if (!v) {
+      return Status::InvalidArgument(std::string("config.json: field '") + name + "' must be an integer, got " +
+                                     it->dump());
+    }
+    *out = *v;
     return Status::Ok();
   }
   try {

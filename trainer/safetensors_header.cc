@@ -1,8 +1,11 @@
 #include "trainer/safetensors_header.h"
 
 #include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
+
+#include "tuner/core/json_integer.h"
 
 namespace tune {
 namespace {
@@ -72,12 +75,33 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view header_json, u
     e.name = name;
     try {
       e.dtype = v.at("dtype").get<std::string>();
-      e.shape = v.at("shape").get<std::vector<int64_t>>();
-      e.begin = v.at("data_offsets").at(0).get<uint64_t>();
-      e.end = v.at("data_offsets").at(1).get<uint64_t>();
     } catch (const json::exception& ex) {
       return Status::InvalidArgument(origin + ": tensor '" + name + "': bad header entry: " + ex.what());
     }
+    const auto shape = v.find("shape");
+    if (shape == v.end() || !shape->is_array()) {
+      return Status::InvalidArgument(origin + ": tensor '" + name + "': \"shape\" must be an array of integers");
+    }
+    for (const json& d : *shape) {
+      std::optional<int64_t> dim = JsonInteger<int64_t>(d);
+      if (!dim) {
+        return Status::InvalidArgument(origin + ": tensor '" + name + "': \"shape\" must be an array of integers, got " +
+                                       d.dump());
+      }
+      e.shape.push_back(*dim);
+    }
+    const auto offsets = v.find("data_offsets");
+    std::optional<uint64_t> begin, end;
+    if (offsets != v.end() && offsets->is_array() && offsets->size() == 2) {
+      begin = JsonInteger<uint64_t>((*offsets)[0]);
+      end = JsonInteger<uint64_t>((*offsets)[1]);
+    }
+    if (!begin || !end) {
+      return Status::InvalidArgument(origin + ": tensor '" + name +
+                                     "': \"data_offsets\" must be two non-negative integers [begin, end]");
+    }
+    e.begin = *begin;
+    e.end = *end;
     e.element_size = SafetensorsDtypeSize(e.dtype);
     if (e.element_size == 0) {
       return Status::InvalidArgument(origin + ": tensor '" + name + "' has unsupported dtype " + e.dtype +

@@ -127,6 +127,45 @@ TEST_CASE("mlflow: basic auth when username and password are set, else the beare
   CHECK(json::parse(seen[0].body) == json{{"run_id", "r1"}, {"status", "FINISHED"}, {"end_time", 5}});
 }
 
+// A server (or a proxy in front of it) whose answers are JSON of the wrong
+// shape: every call returns Unavailable, none throws out of the client.
+TEST_CASE("mlflow: answers of the wrong shape fail the call, never the caller", "[tracking][mlflow]") {
+  for (const char* body : {R"({"run": 5, "runs": "x", "metrics": [1], "experiment": []})",
+                           R"({"run": {"info": {"run_id": 7, "start_time": "soon"}}, "runs": [{"info": 3}]})",
+                           R"({"experiment": {"experiment_id": {}}, "experiment_id": false, "next_page_token": 1})",
+                           R"({"metrics": [{"key": "loss", "value": "x", "timestamp": 2e88, "step": "1e3"}]})"}) {
+    INFO(body);
+    StandIn server(200, body);
+    MlflowClient client(*MlflowConnection::FromEnvironment(server.uri()));
+    auto create = client.CreateRun("1", "t", 0, {});
+    CHECK_FALSE(create.ok());
+    auto get = client.GetRun("r1");
+    if (!get.ok()) CHECK(get.status().code() == StatusCode::kUnavailable);
+    auto search = client.SearchRuns("1", "");
+    if (!search.ok()) CHECK(search.status().code() == StatusCode::kUnavailable);
+    auto experiment = client.GetExperimentByName("e");
+    if (!experiment.ok()) CHECK(experiment.status().code() == StatusCode::kUnavailable);
+    auto history = client.GetMetricHistory("r1", "loss");
+    if (history.ok()) {
+      // Numbers that are not integers read as 0, and strings as what they spell.
+      for (const MlflowMetric& m : *history) {
+        CHECK(m.timestamp_ms == 0);
+        CHECK(m.step == 0);
+      }
+    } else {
+      CHECK(history.status().code() == StatusCode::kUnavailable);
+    }
+  }
+  StandIn server(200, R"({"metrics": [{"key": "loss", "value": "0.5", "timestamp": "17", "step": 3}]})");
+  MlflowClient client(*MlflowConnection::FromEnvironment(server.uri()));
+  auto history = client.GetMetricHistory("r1", "loss");
+  REQUIRE(history.ok());
+  REQUIRE(history->size() == 1);
+  CHECK((*history)[0].value == 0.5);
+  CHECK((*history)[0].timestamp_ms == 17);
+  CHECK((*history)[0].step == 3);
+}
+
 TEST_CASE("mlflow: log-batch is split within MLflow's limits, in order", "[tracking][mlflow]") {
   StandIn server;
   MlflowConnection c;

@@ -132,6 +132,13 @@ TEST_CASE("LoRA config validation and adapter_config.json", "[trainer][lora]") {
   REQUIRE(peft.ok());
   CHECK(peft->r == 4);
   CHECK(peft->target_modules.size() == 7);
+  // A rank that is not an integer is refused, not cast.
+  for (const nlohmann::json bad : {nlohmann::json(8.5), nlohmann::json(1e300)}) {
+    j["r"] = bad;
+    auto refused = ParseAdapterConfig(j.dump());
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.status().message(), Catch::Contains("\"r\" must be an integer, got " + bad.dump()));
+  }
 }
 
 }  // namespace

@@ -69,6 +69,28 @@ TEST_CASE("safetensors header: bad files get one sentence naming the file and th
              Catch::Contains("inconsistent"));
 }
 
+// Numbers of the wrong kind. The fuzzer found data_offsets [2e88, ...]: the
+// reader converted the float to uint64 by a plain cast, undefined behaviour.
+TEST_CASE("safetensors header: offsets and dimensions must be integers of the right sign", "[trainer][safetensors]") {
+  auto error = [](const std::string& header) {
+    auto h = ParseSafetensorsFile(File(header, "abcd"), "n.safetensors");
+    REQUIRE_FALSE(h.ok());
+    return h.status().message();
+  };
+  CHECK_THAT(error(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[2e+88,4]}})"),
+             Catch::Contains("'w': \"data_offsets\" must be two non-negative integers"));
+  CHECK_THAT(error(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4.0]}})"), Catch::Contains("data_offsets"));
+  CHECK_THAT(error(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[-1,3]}})"), Catch::Contains("data_offsets"));
+  CHECK_THAT(error(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4,4]}})"), Catch::Contains("data_offsets"));
+  CHECK_THAT(error(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":"0,4"}})"), Catch::Contains("data_offsets"));
+  CHECK_THAT(error(R"({"w":{"dtype":"U8","shape":[1e30],"data_offsets":[0,4]}})"),
+             Catch::Contains("'w': \"shape\" must be an array of integers"));
+  CHECK_THAT(error(R"({"w":{"dtype":"U8","shape":[4.5],"data_offsets":[0,4]}})"), Catch::Contains("shape"));
+  CHECK_THAT(error(R"({"w":{"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,4]}})"),
+             Catch::Contains("must be an array of integers, got 18446744073709551615"));
+  CHECK(ParseSafetensorsFile(File(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "abcd"), "ok").ok());
+}
+
 // Shapes whose byte size overflows: the reader used to multiply the
 // dimensions in int64 (undefined behaviour past 2^63) and the byte size in
 // uint64, where 2^62 * 4 wrapped to 0, matched data_offsets [0,0] and asked

@@ -208,6 +208,13 @@ TEST_CASE("bad tokenizer files give errors naming the field", "[tokenizer]") {
       {"model.vocab", J(R"({"a": "zero"})"), "model.vocab[\"a\"]"},
       {"model.unk_token", "<nope>", "model.unk_token \"<nope>\" is not in model.vocab"},
       {"added_tokens", J(R"([{"content": "x"}])"), "added_tokens[0]"},
+      // Ids must be integers that fit: floats were cast, big ids wrapped.
+      {"model.vocab", J(R"({"a": 1.5})"), "model.vocab[\"a\"]: expected a token id"},
+      {"model.vocab", J(R"({"a": 4294967296})"), "model.vocab[\"a\"]: expected a token id"},
+      {"added_tokens", J(R"([{"id": 2e88, "content": "x"}])"), "added_tokens[0]"},
+      {"added_tokens", J(R"([{"id": 2147483648, "content": "x"}])"), "added_tokens[0]"},
+      {"decoder", J(R"({"type": "Strip", "content": " ", "start": 1.0, "stop": 0})"),
+       "decoder.start: expected a non-negative integer"},
   };
   for (const Case& c : cases) {
     INFO(c.field << " = " << c.value.dump());

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/text/byte_level.h"
+#include "tuner/core/json_integer.h"
 
 namespace tune::text {
 
@@ -188,8 +189,9 @@ class Parser {
         return Error(f, "special token \"" + name + "\" is not in " + field + ".special_tokens");
       }
       for (const json& id : (*sp)["ids"]) {
-        if (!id.is_number_integer()) return Error(field + ".special_tokens." + name + ".ids", "expected integers");
-        (seen_a ? suffix : prefix)->push_back(id.get<int32_t>());
+        std::optional<int32_t> n = JsonInteger<int32_t>(id);
+        if (!n || *n < 0) return Error(field + ".special_tokens." + name + ".ids", "expected token ids (0 to 2^31-1)");
+        (seen_a ? suffix : prefix)->push_back(*n);
       }
     }
     return Status::Ok();
@@ -214,10 +216,9 @@ class Parser {
       TUNE_ASSIGN_OR_RETURN(step.content, Char(j, "content", field));
       for (auto [key, dst] : {std::pair<const char*, size_t*>{"start", &step.start}, {"stop", &step.stop}}) {
         auto it = j.find(key);
-        if (it == j.end() || !it->is_number_unsigned()) {
-          return Error(field + "." + key, "expected a non-negative integer");
-        }
-        *dst = it->get<size_t>();
+        std::optional<size_t> n = it == j.end() ? std::nullopt : JsonInteger<size_t>(*it);
+        if (!n) return Error(field + "." + key, "expected a non-negative integer");
+        *dst = *n;
       }
     } else if (type == "Metaspace") {
       step.kind = DecoderStep::Kind::kMetaspace;
@@ -255,10 +256,11 @@ class Parser {
     std::unordered_map<std::string, int32_t> vocab;
     vocab.reserve(vit->size());
     for (auto it = vit->begin(); it != vit->end(); ++it) {
-      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0) {
-        return Error("model.vocab[\"" + it.key() + "\"]", "expected a non-negative integer id");
+      std::optional<int32_t> id = JsonInteger<int32_t>(it.value());
+      if (!id || *id < 0) {
+        return Error("model.vocab[\"" + it.key() + "\"]", "expected a token id (0 to 2^31-1)");
       }
-      vocab.emplace(it.key(), it.value().get<int32_t>());
+      vocab.emplace(it.key(), *id);
     }
     auto mit = j.find("merges");
     if (mit == j.end() || !mit->is_array()) return Error("model.merges", "missing or not an array");
@@ -367,12 +369,12 @@ Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view jso
   for (size_t i = 0; i < added.size(); ++i) {
     const json& a = added[i];
     std::string f = "added_tokens[" + std::to_string(i) + "]";
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
-        !a["content"].is_string()) {
+    std::optional<int32_t> id = a.is_object() && a.contains("id") ? JsonInteger<int32_t>(a["id"]) : std::nullopt;
+    if (!id || *id < 0 || !a.contains("content") || !a["content"].is_string()) {
       return p.Error(f, "expected {\"id\": int, \"content\": string, ...}");
     }
     AddedToken t;
-    t.id = a["id"].get<int32_t>();
+    t.id = *id;
     t.content = a["content"].get<std::string>();
     t.special = p.Bool(a, "special", false);
     t.normalized = p.Bool(a, "normalized", !t.special);
