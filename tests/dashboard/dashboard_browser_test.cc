@@ -110,6 +110,14 @@ TEST_CASE("dashboard in Chromium: every page loads clean and draws the database"
       "shot:" + (kShots / "dashboard-experiments.png").string()};
   for (const std::string& s : ExperimentSteps(dash.url() + "#/e/dash-browser", "dashboard-experiment.png"))
     steps.push_back(s);
+  // Polls of a finished experiment: 304 from the server, nothing redrawn.
+  for (const std::string& s : std::vector<std::string>{
+           "eval:polls_before=(window.__drawn = tuneCharts.history.data, Number(document.body.dataset.loaded))",
+           "wait:Number(document.body.dataset.loaded) >= 3",
+           "eval:redrawn=tuneCharts.history.data !== window.__drawn",
+           "eval:not_modified=performance.getEntriesByType('resource').filter(r => r.name.includes('api/experiment?') "
+           "&& r.responseStatus === 304).length"})
+    steps.push_back(s);
   for (const std::string& s : std::vector<std::string>{
            "goto:" + dash.url() + "#/e/dash-browser/t/" + std::to_string(want.pruned.begin()->first),
            "wait:document.querySelector('pre.log') && window.tuneCharts['metric:eval_loss']",
@@ -120,6 +128,9 @@ TEST_CASE("dashboard in Chromium: every page loads clean and draws the database"
   json out = Browse(steps);
   const json& v = out["values"];
   CHECK(v["name"] == "dash-browser");
+  CHECK(v["redrawn"] == false);
+  CHECK(v["not_modified"].get<int>() >= 3 - v["polls_before"].get<int>());
+  CHECK(v["not_modified"].get<int>() >= 1);
   // Every state has its count (from the same database).
   const json& row = v["row"];
   CHECK(row["trials"] == "10");
