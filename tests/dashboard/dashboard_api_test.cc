@@ -353,7 +353,7 @@ TEST_CASE("GzipCompress writes one gzip stream that zlib inflates back", "[dashb
   }
 }
 
-TEST_CASE("dashboard: the database's answers carry an entity tag; an unchanged database answers 304, a write a new one",
+TEST_CASE("dashboard: the database's answers carry an entity tag: an unchanged database answers 304, a write a new one",
           "[dashboard]") {
   Experiment e;
   Dashboard dash(e.db, e.dir.path / "dash.log");
@@ -366,7 +366,7 @@ TEST_CASE("dashboard: the database's answers carry an entity tag; an unchanged d
     const std::string tag = m[1];
     CHECK(head.find("Cache-Control: no-cache\r\n") != std::string::npos);
     // The same tag: 304, no body; also in a list and weak, with gzip asked for.
-    for (const std::string none_match : {tag, "\"other\", " + tag, "W/" + tag}) {
+    for (const std::string& none_match : {tag, "\"other\", " + tag, "W/" + tag}) {
       auto [h304, b304] = RawGet(dash.port(), path, "If-None-Match: " + none_match + "\r\nAccept-Encoding: gzip\r\n");
       INFO(h304);
       CHECK(h304.rfind("HTTP/1.1 304", 0) == 0);
