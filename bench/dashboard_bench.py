@@ -79,7 +79,7 @@ def main():
                        ("optuna-dashboard: /api/studies", a.optuna + "api/studies"),
                        ("optuna-dashboard: /api/studies/1", a.optuna + "api/studies/1")]:
         cold, warm, size = api(url, a.runs)
-        rows.append("| %s | %.0f | %.0f | %.1f |" % (label, cold * 1000, warm * 1000, size / 1e6))
+        rows.append("| %s | %.1f | %.1f | %.1f |" % (label, cold * 1000, warm * 1000, size / 1e6))
     print("| answer | first (ms) | median of %d more (ms) | MB |" % a.runs)
     print("|---|---|---|---|")
     print("\n".join(rows))

@@ -130,6 +130,7 @@ struct KubernetesBackend::Attempt {
   std::optional<Clock::time_point> pending_since;
   // rank-0 log follower: the pod that speaks for the attempt
   std::string log_pod;
+  std::string log_pod_uid;      // a pod made again under the same name is another pod
   int generation = 0;           // bumped when the follower moves to another pod
   std::vector<std::string> replaced_pods;
   bool follower_started = false;
@@ -433,9 +434,10 @@ Result<RunStatus> KubernetesBackend::State(TrialId id) {
     if (st.state == RunState::kFailed && !a.killed && !a.last_line.empty() &&
         st.message.find(a.last_line) == std::string::npos) {
       // Rank 0's own words, when the failed pods' statuses did not carry
-      // them: the pods were gone before they were seen (a PyTorchJob's
-      // cleanPodPolicy All deletes them as it fails), or the container has
-      // no FallbackToLogsOnError (a TrainJob's runtime decides).
+      // them: the pods were gone before they were seen (the training
+      // operator deletes every pod of a PyTorchJob that fails past its
+      // backoffLimit or deadline), or the container has no
+      // FallbackToLogsOnError (a TrainJob's runtime decides).
       st.message += (st.message.empty() ? "" : "; ") + std::string("rank 0's last log line: \"") + a.last_line + "\"";
     }
     if (!a.replaced_pods.empty() && st.state == RunState::kFailed) {
@@ -785,11 +787,12 @@ bool KubernetesBackend::RefreshOnce() {
     } else if (speaker) {
       a->awaiting_log = false;
       std::string pod = Str((*speaker)["metadata"], "name");
-      if (pod != a->log_pod) {
+      std::string uid = Str((*speaker)["metadata"], "uid");
+      if (pod != a->log_pod || uid != a->log_pod_uid) {
         if (!a->log_pod.empty()) a->replaced_pods.push_back(a->log_pod);
-        StartFollowerLocked(a, pod);
+        StartFollowerLocked(a, pod, uid);
       } else if (a->follower_done && !was_final) {
-        StartFollowerLocked(a, pod);  // its stream ended early: read on
+        StartFollowerLocked(a, pod, uid);  // its stream ended early: read on
       }
     } else if (a->final && !a->follower_started) {
       a->follower_done = true;  // no pod ever started: nothing to read
@@ -809,7 +812,8 @@ bool KubernetesBackend::RefreshOnce() {
 // ---------------------------------------------------------------------------
 // Rank 0's log
 
-void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod) {
+void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod,
+                                            const std::string& uid) {
   if (a->follower.joinable()) {
     if (a->follower_done) {
       a->follower.join();  // it ended by itself
@@ -820,10 +824,11 @@ void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, c
       retired_.push_back(std::move(a->follower));
     }
   }
-  if (!a->log_pod.empty() && a->log_pod != pod) {
+  if (!a->log_pod.empty() && (a->log_pod != pod || a->log_pod_uid != uid)) {
     if (!a->spec.trial_dir.empty()) {
       std::ofstream(a->spec.trial_dir + "/rank_0.log", std::ios::app)
-          << "--- tune: rank 0's pod " << a->log_pod << " was replaced by pod " << pod
+          << "--- tune: rank 0's pod " << a->log_pod << " was replaced by "
+          << (a->log_pod == pod ? "a new pod of the same name" : "pod " + pod)
           << "; the reports above are the replaced pod's, stored as excluded; the steps below count ---\n";
     }
     // The replaced pod's reports stop counting (the tuner stores them as
@@ -837,10 +842,19 @@ void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, c
   }
   ++a->generation;
   a->log_pod = pod;
+  a->log_pod_uid = uid;
   a->follower_started = true;
   a->follower_done = false;
   a->follower_pid = 0;
-  a->follower = std::thread([this, a, pod, gen = a->generation] { FollowLogs(a, pod, gen); });
+  a->follower = std::thread([this, a, pod, uid, gen = a->generation] { FollowLogs(a, pod, uid, gen); });
+}
+
+std::optional<std::string> KubernetesBackend::PodUid(const std::string& pod) {
+  auto r = CallApi(kubectl_, {"get", "pod/" + pod, "-o", "jsonpath={.metadata.uid}"}, "", Policy(false), &stats_);
+  if (!r.ok()) return std::nullopt;
+  if (r->ok) return r->output.out;
+  if (r->failure.reason == "NotFound") return std::string();
+  return std::nullopt;
 }
 
 void KubernetesBackend::StopFollower(Attempt& a) {
@@ -855,7 +869,7 @@ void KubernetesBackend::StopFollower(Attempt& a) {
   if (t.joinable()) t.join();
 }
 
-void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, int generation) {
+void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, std::string uid, int generation) {
   int64_t seen = 0;  // complete lines of this pod already handled
   auto backoff = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_backoff_initial_s * 1000 / 2));
   const auto max_backoff = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_backoff_max_s * 1000));
@@ -864,8 +878,9 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
   std::map<std::string, int> same_partial;  // unterminated last lines of final reads
   std::string last_error;
   // A --follow pass read the pod's log to its end. Once the workload has
-  // ended its pods may be gone (a PyTorchJob's cleanPodPolicy All deletes
-  // them at once): a pod that no longer exists then has nothing more to say.
+  // ended its pods may be gone (the training operator deletes every pod of
+  // a PyTorchJob that fails past its backoffLimit or deadline): a pod that
+  // no longer exists then has nothing more to say.
   bool followed_to_end = false;
   std::ofstream log(a->spec.trial_dir.empty() ? std::string("/dev/null") : a->spec.trial_dir + "/rank_0.log",
                     std::ios::app);
@@ -899,66 +914,81 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
     std::vector<std::string> argv = kubectl_.Argv(args);
     if (argv[0].empty() || kubectl_.Cancelled()) break;
     bool read_whole = false;
-    try {
-      bp::ipstream out, err_stream;
-      bp::child child(bp::exe = argv[0], bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
-                      bp::std_out > out, bp::std_err > err_stream, bp::std_in < bp::null,
-                      internal::OwnGroupDieWithParent{});
-      kubectl_.Adopt(child.id());
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        a->follower_pid = child.id();
-        if (!current()) ::kill(-child.id(), SIGKILL);
-      }
-      int64_t n = 0;
-      bool partial = false;
-      std::string line;
-      while (std::getline(out, line)) {
-        // A line cut by a dropped stream is read again whole next time.
-        if (out.eof()) {
-          partial = true;
-          break;
-        }
-        if (++n <= seen) continue;
-        seen = n;
-        std::lock_guard<std::mutex> lock(mu_);
-        if (a->generation != generation) break;  // replaced meanwhile: drop
-        log << line << '\n';
-        if (!line.empty()) a->last_line = line;
-        if (append_report(line)) NotifyLocked();
-      }
-      log.flush();
-      std::string errors;
-      for (std::string e; std::getline(err_stream, e);) errors += (errors.empty() ? "" : " ") + e;
-      std::error_code ec;
-      child.wait(ec);
-      kubectl_.Forget(child.id());
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        a->follower_pid = 0;
-      }
-      int code = ec ? -1 : child.exit_code();
-      if (code == 0 && !partial) {
-        read_whole = true;
-        if (!was_final) followed_to_end = true;
-      } else if (was_final && followed_to_end && code != 0 && errors.find("(NotFound)") != std::string::npos) {
-        read_whole = true;
-      } else if (was_final && partial && code == 0 && ++same_partial[std::to_string(n) + ":" + line] >= 3) {
-        // Three whole reads end with the same unterminated line: the program
-        // printed it so.
-        if (++n > seen) {
-          seen = n;
-          std::lock_guard<std::mutex> lock(mu_);
-          log << line << '\n';
-          if (a->generation == generation) append_report(line);
-        }
+    // The training operator makes a replaced pod again under the same name:
+    // `kubectl logs pod/<name>` would then read the new pod's log as if it
+    // were this one's. Each pass first checks that the name is still this
+    // pod's; if not, this follower only waits (the poller starts one for
+    // the new pod), or, once the workload ended, keeps what it read.
+    std::optional<std::string> now_uid;
+    if (workload_->PodNamesReused() && !uid.empty()) now_uid = PodUid(pod);
+    if (now_uid && *now_uid != uid) {
+      if (was_final && followed_to_end) {
         read_whole = true;
       } else {
-        last_error = code != 0 ? (errors.empty() ? "kubectl logs exited with code " + std::to_string(code) : errors)
-                               : "the log stream ended mid-line";
+        last_error = "pod " + pod + (now_uid->empty() ? " is gone" : " was made again (another pod of that name)");
       }
-    } catch (const std::exception& e) {
-      last_error = std::string("kubectl could not be started: ") + e.what();
+    } else {
+      try {
+        bp::ipstream out, err_stream;
+        bp::child child(bp::exe = argv[0], bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
+                        bp::std_out > out, bp::std_err > err_stream, bp::std_in < bp::null,
+                        internal::OwnGroupDieWithParent{});
+        kubectl_.Adopt(child.id());
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          a->follower_pid = child.id();
+          if (!current()) ::kill(-child.id(), SIGKILL);
+        }
+        int64_t n = 0;
+        bool partial = false;
+        std::string line;
+        while (std::getline(out, line)) {
+          // A line cut by a dropped stream is read again whole next time.
+          if (out.eof()) {
+            partial = true;
+            break;
+          }
+          if (++n <= seen) continue;
+          seen = n;
+          std::lock_guard<std::mutex> lock(mu_);
+          if (a->generation != generation) break;  // replaced meanwhile: drop
+          log << line << '\n';
+          if (!line.empty()) a->last_line = line;
+          if (append_report(line)) NotifyLocked();
+        }
+        log.flush();
+        std::string errors;
+        for (std::string e; std::getline(err_stream, e);) errors += (errors.empty() ? "" : " ") + e;
+        std::error_code ec;
+        child.wait(ec);
+        kubectl_.Forget(child.id());
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          a->follower_pid = 0;
+        }
+        int code = ec ? -1 : child.exit_code();
+        if (code == 0 && !partial) {
+          read_whole = true;
+          if (!was_final) followed_to_end = true;
+        } else if (was_final && followed_to_end && code != 0 && errors.find("(NotFound)") != std::string::npos) {
+          read_whole = true;
+        } else if (was_final && partial && code == 0 && ++same_partial[std::to_string(n) + ":" + line] >= 3) {
+          // Three whole reads end with the same unterminated line: the program
+          // printed it so.
+          if (++n > seen) {
+            seen = n;
+            std::lock_guard<std::mutex> lock(mu_);
+            log << line << '\n';
+            if (a->generation == generation) append_report(line);
+          }
+          read_whole = true;
+        } else {
+          last_error = code != 0 ? (errors.empty() ? "kubectl logs exited with code " + std::to_string(code) : errors)
+                                 : "the log stream ended mid-line";
+        }
+      } catch (const std::exception& e) {
+        last_error = std::string("kubectl could not be started: ") + e.what();
+      }
     }
     if (was_final) {
       ++final_tries;

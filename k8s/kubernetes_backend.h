@@ -25,7 +25,9 @@
 //            rank_0.log, a restart marker (MetricReport::restart =
 //            "replaced pod") follows them in Poll's reports, so the tuner
 //            stores them as excluded, and the new pod reports its steps
-//            again (docs/kubernetes.md). A log that cannot be read at the end is
+//            again (docs/kubernetes.md). A pod is known by its uid: the
+//            training operator makes a replaced PyTorchJob pod again under
+//            the same name. A log that cannot be read at the end is
 //            retried; if it stays unreadable the attempt fails with that
 //            reason, never with a false one.
 //   Kill     `kubectl delete job/<n> service/<n> --cascade=foreground
@@ -48,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -101,6 +104,8 @@ class KubernetesBackend : public TrialBackend {
   // (empty if none).
   std::vector<std::string> Leftovers() const;
   std::string LeftoverCommand() const;
+  // The kind each attempt runs as ("Job", "PyTorchJob", "TrainJob").
+  std::string WorkloadKind() const { return workload_->Kind(); }
   // API calls made, retried and failed (for the soak benchmark).
   const ApiStats& api_stats() const { return stats_; }
 
@@ -127,8 +132,12 @@ class KubernetesBackend : public TrialBackend {
   void StartPollerLocked();
   void PollerLoop();
   bool RefreshOnce();  // one `kubectl get`; true if anything changed
-  void FollowLogs(std::shared_ptr<Attempt> a, std::string pod, int generation);
-  void StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod);
+  // Follows rank 0's log: `pod` (of `uid`) speaks for the attempt.
+  void FollowLogs(std::shared_ptr<Attempt> a, std::string pod, std::string uid, int generation);
+  void StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod, const std::string& uid);
+  // The uid of the pod named `pod` now ("" if it is gone); nullopt if the
+  // API did not answer.
+  std::optional<std::string> PodUid(const std::string& pod);
   void StopFollower(Attempt& a);
   void NotifyLocked();
   std::shared_ptr<Attempt> Track(const LaunchSpec& spec, const std::string& name);

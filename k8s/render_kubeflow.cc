@@ -53,8 +53,13 @@ Result<std::string> RenderPyTorchJob(const KubernetesOptions& opts, const Launch
     if (!spec.working_dir.empty()) container["workingDir"] = spec.working_dir;
     if (!mounts.empty()) container["volumeMounts"] = mounts;
     json pod_spec = {{"containers", json::array({container})}};
+    // With backend.backoff_limit > 0 the operator may replace a pod: under
+    // ExitCode it makes a pod that was killed by a signal (exit code >= 128:
+    // OOM kill, eviction, preemption) again under the same name, and fails
+    // the job when the program itself exits non-zero (tune retries that as
+    // a failed attempt). Never: every replica failure fails the job.
     return std::make_pair(pod_spec, json{{"replicas", replicas},
-                                         {"restartPolicy", "Never"},
+                                         {"restartPolicy", opts.backoff_limit > 0 ? "ExitCode" : "Never"},
                                          {"template", {{"metadata", {{"labels", labels}, {"annotations", annotations}}}}}});
   };
   json replicas = json::object();
@@ -66,7 +71,13 @@ Result<std::string> RenderPyTorchJob(const KubernetesOptions& opts, const Launch
     r["template"]["spec"] = pod_spec;
     replicas[master ? "Master" : "Worker"] = r;
   }
-  json run_policy = {{"backoffLimit", opts.backoff_limit}, {"cleanPodPolicy", "All"}};
+  // cleanPodPolicy None: the operator keeps the pods when the job ends, so
+  // rank 0's log can be read to its end however short the trial was; tune
+  // deletes the PyTorchJob (foreground) once it has read it. With All the
+  // operator would delete them the moment the Master succeeds, and a trial
+  // that ended between two polls would leave no log. ttlSecondsAfterFinished
+  // stays the backstop for a tune that died.
+  json run_policy = {{"backoffLimit", opts.backoff_limit}, {"cleanPodPolicy", "None"}};
   if (spec.timeout_s > 0) {
     run_policy["activeDeadlineSeconds"] = static_cast<int64_t>(std::ceil(spec.timeout_s));
   }

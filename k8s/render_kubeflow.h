@@ -3,7 +3,9 @@
 // Kubeflow training operator (v1) or Kubeflow Trainer (v2).
 //
 // PyTorchJob (kubeflow.org/v1): one Master replica and workers - 1 Worker
-// replicas, each a pod whose container is named `pytorch` (the name the
+// replicas (restartPolicy Never, or ExitCode when backend.backoff_limit > 0:
+// the operator then makes a pod killed by a signal again under the same
+// name), each a pod whose container is named `pytorch` (the name the
 // operator and Katib look for); the Master's port is named
 // `pytorchjob-port`. The operator, not tune, sets MASTER_ADDR, MASTER_PORT,
 // WORLD_SIZE, RANK and PET_* in every pod (and creates a Service per pod),
@@ -11,7 +13,9 @@
 // trial.env and LOCAL_RANK=0, LOCAL_WORLD_SIZE=1 (one process per pod) are
 // set. runPolicy: backoffLimit = backend.backoff_limit (0: retries are the
 // tuner's), activeDeadlineSeconds = ceil(trial.timeout_s),
-// cleanPodPolicy All, ttlSecondsAfterFinished = backend.ttl_seconds_after_finished.
+// cleanPodPolicy None (the pods outlive the job until tune has read rank
+// 0's log and deletes the PyTorchJob), ttlSecondsAfterFinished =
+// backend.ttl_seconds_after_finished (the backstop if tune dies).
 //
 // TrainJob (trainer.kubeflow.org/v1alpha1): runtimeRef names the
 // ClusterTrainingRuntime backend.runtime_ref (default torch-distributed);

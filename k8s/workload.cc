@@ -78,6 +78,7 @@ class PyTorchJobWorkload : public Workload {
     if (type == "worker") return std::to_string(std::stoi(index) + 1);
     return "";
   }
+  bool PodNamesReused() const override { return true; }
   std::string GroupVersion() const override { return "kubeflow.org/v1"; }
   std::string Plural() const override { return "pytorchjobs"; }
   std::string NotInstalled() const override {
@@ -89,7 +90,34 @@ class TrainJobWorkload : public Workload {
  public:
   std::string Kind() const override { return "TrainJob"; }
   std::string Resource() const override { return "trainjobs.trainer.kubeflow.org"; }
-  std::optional<WorkloadEnd> Ended(const json& obj) const override { return EndedBy(obj, "Complete", "Failed"); }
+  // Kubeflow Trainer (kubeflow/trainer, pkg/controller/trainjob_controller.go
+  // and pkg/runtime/framework/plugins/jobset/jobset.go at the commit of the
+  // CRD in tests/k8s/crds) ends a TrainJob with its JobSet's Completed or
+  // Failed condition, renamed Complete or Failed, reason and message as the
+  // JobSet set them (AllJobsCompleted; FailedJobs, ReachedMaxRestarts). It
+  // sets Created False, reason JobsBuildFailed, when it cannot build the
+  // JobSet (the runtime it names does not exist, ...): no pod ever comes,
+  // so that ends the attempt too. (JobsCreationFailed is retried by the
+  // controller and is not an end.)
+  std::optional<WorkloadEnd> Ended(const json& obj) const override {
+    if (auto end = EndedBy(obj, "Complete", "Failed")) return end;
+    auto st = obj.find("status");
+    if (st == obj.end() || !st->is_object() || !st->contains("conditions") || !(*st)["conditions"].is_array()) {
+      return std::nullopt;
+    }
+    for (const json& c : (*st)["conditions"]) {
+      if (Str(c, "type") == "Created" && Str(c, "status") == "False" && Str(c, "reason") == "JobsBuildFailed") {
+        std::string runtime;
+        if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object() && spec->contains("runtimeRef")) {
+          runtime = Str((*spec)["runtimeRef"], "name");
+        }
+        return WorkloadEnd{false, "JobsBuildFailed",
+                           Str(c, "message") + " (from the ClusterTrainingRuntime \"" + runtime +
+                               "\" that backend.runtime_ref names: does it exist?)"};
+      }
+    }
+    return std::nullopt;
+  }
   std::string OwnerOf(const json& pod) const override {
     return Str(Labels(pod), "jobset.sigs.k8s.io/jobset-name");
   }

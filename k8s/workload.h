@@ -7,7 +7,9 @@
 //               experiment's labels; rank 0 = completion index 0.
 //   pytorchjob  kubeflow.org/v1 PyTorchJob; the training operator makes the
 //               pods (with the template's labels) and a Service per pod;
-//               rank 0 = replica-type master, replica-index 0.
+//               rank 0 = replica-type master, replica-index 0. A failed
+//               pod that the operator restarts is made again under the
+//               same name (a new uid).
 //   trainjob    trainer.kubeflow.org/v1alpha1 TrainJob; Kubeflow Trainer
 //               makes a JobSet whose pods carry the JobSet's labels (not
 //               ours): they are found by jobset.sigs.k8s.io/jobset-name;
@@ -74,6 +76,10 @@ class Workload {
   // The workload has no deadline of its own (the backend enforces
   // trial.timeout_s).
   virtual bool EnforceDeadline() const { return false; }
+  // A failed pod may be replaced by a new pod of the same name (the
+  // training operator's restartPolicy ExitCode), so a pod is known by its
+  // uid, not its name.
+  virtual bool PodNamesReused() const { return false; }
 };
 
 // The workload of backend.job_kind ("job", "pytorchjob", "trainjob");

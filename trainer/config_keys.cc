@@ -74,6 +74,7 @@ const std::vector<ConfigKey>& KnownConfigKeys() {
       {"bos_token_id", kImpl, "", "", "begin-of-sequence id for the data; the first of a list"},
       {"eos_token_id", kImpl, "", "", "end-of-sequence id for the data; the first of a list"},
       {"pad_token_id", kIgn, "", "", "padding is masked by the labels"},
+      {"unk_token_id", kIgn, "", "", "unknown tokens come from tokenizer.json's model.unk_token"},
       {"sep_token_id", kIgn, "", "", "not used by decoder-only models"},
       {"decoder_start_token_id", kIgn, "", "", "encoder-decoder only"},
       // Storage and runtime.

@@ -52,15 +52,6 @@ int64_t CountTargets(const text::Example& e) {
   return n;
 }
 
-// Token-summed cross-entropy (labels shifted by one, -100 ignored), in fp32
-// whatever the forward's dtype (as transformers' loss upcasts the logits).
-torch::Tensor LossSum(const torch::Tensor& logits, const torch::Tensor& labels) {
-  const int64_t V = logits.size(-1);
-  return torch::nn::functional::cross_entropy(
-      logits.slice(1, 0, -1).reshape({-1, V}).to(torch::kFloat32), labels.slice(1, 1).reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
-}
-
 void SetLearningRate(torch::optim::Optimizer& opt, double lr) {
   for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
@@ -76,7 +67,7 @@ Result<double> Evaluate(CausalLm& model, const std::vector<text::Example>& eval,
     if (batch.empty()) return;
     Batch b = MakeBatch(batch, pad_id);
     const torch::Device dev = ModelDevice(model);
-    sum += LossSum(model->forward(b.ids.to(dev)), b.labels.to(dev)).item<double>();
+    sum += model->TargetLossSum(b.ids.to(dev), b.labels.to(dev)).item<double>();
     count += static_cast<double>(b.targets);
     batch.clear();
   };
@@ -195,7 +186,7 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
         examples.push_back(order.At(base + (m * world + rank) * o.batch_size + i));
       }
       Batch b = MakeBatch(examples, pad_id);
-      torch::Tensor loss_sum = LossSum(model->forward(b.ids.to(device)), b.labels.to(device));
+      torch::Tensor loss_sum = model->TargetLossSum(b.ids.to(device), b.labels.to(device));
       (loss_sum * norm).backward();
       local_loss += loss_sum.item<double>();
     }

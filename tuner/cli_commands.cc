@@ -216,16 +216,18 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
     }
     auto adopted = k8s->AdoptOrClean(running);
     if (!adopted.ok()) return Fail(err, adopted.status(), kExitFailed);
+    // "Job" (batch/v1), "PyTorchJob" or "TrainJob".
+    const std::string kind = k8s->WorkloadKind();
     if (!adopted->empty()) {
-      out << "tune: adopted the Kubernetes Jobs of " << adopted->size() << " trial"
-          << (adopted->size() == 1 ? "" : "s") << " that ran while tune was down\n";
+      out << "tune: adopted the " << (kind == "Job" ? "Kubernetes Jobs" : kind + "s") << " of " << adopted->size()
+          << " trial" << (adopted->size() == 1 ? "" : "s") << " that ran while tune was down\n";
     }
     for (const auto& [id, launch] : running) {
       if (adopted->count(id)) continue;
-      out << "tune: trial " << launch.trial_number << ": its Job was gone on resume, so it runs again\n";
+      out << "tune: trial " << launch.trial_number << ": its " << kind << " was gone on resume, so it runs again\n";
     }
     adopted_trials = *adopted;
-    rerun_reason = "interrupted: the tuner stopped while it ran, and its Job was gone on resume: rerun";
+    rerun_reason = "interrupted: the tuner stopped while it ran, and its " + kind + " was gone on resume: rerun";
   }
 #endif
   std::unique_ptr<ProgressSink> progress =

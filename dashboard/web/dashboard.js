@@ -415,13 +415,14 @@
     const refresh = async () => {
       const list = await getExperiments();
       if (gen !== generation) return;
-      const head = el('tr', null, ...['name', 'state', 'trials', 'completed', 'pruned', 'failed', 'running',
-        'pending', 'best', 'started', 'duration'].map((h) => el('th', { text: h })));
+      const states = FINISHED.concat(['running', 'pending']);
+      const head = el('tr', null, ...['name', 'state', 'trials'].concat(states, ['best', 'started', 'duration'])
+        .map((h) => el('th', { text: h })));
       const rows = list.map((e) => el('tr', null,
         el('td', null, el('a', { href: expHref(e.name), text: e.name })),
         el('td', { class: 'state-' + e.state, text: e.state, title: e.message }),
         el('td', { class: 'num', text: String(e.trials) }),
-        ...['completed', 'pruned', 'failed', 'running', 'pending'].map((s) => el('td', { class: 'num', text: String(e.counts[s]) })),
+        ...states.map((s) => el('td', { class: 'num', text: String(e.counts[s]) })),
         el('td', { class: 'num', text: e.best ? fmt(e.best.value) + ' (trial ' + e.best.number + ')' : '—' }),
         el('td', { text: fmtTime(e.created_at) }),
         el('td', { class: 'num', text: fmtDuration(e.run_seconds) })));

@@ -115,7 +115,7 @@ TEST_CASE("import cli: Katib's pytorchjob-mnist becomes a pytorchjob experiment 
   CHECK(r.out.find("\"Master\": {") != std::string::npos);
   CHECK(r.out.find("\"Worker\": {") != std::string::npos);
   CHECK(r.out.find("\"name\": \"pytorch\"") != std::string::npos);
-  CHECK(r.out.find("\"cleanPodPolicy\": \"All\"") != std::string::npos);
+  CHECK(r.out.find("\"cleanPodPolicy\": \"None\"") != std::string::npos);
 }
 #endif
 

@@ -445,7 +445,9 @@ class Faults:
     first of its index in its Job, that has run `after` seconds is killed
     (SIGKILL, exit 137) with probability `rate`, or the first `first` such
     pods: it fails, and the Job controller replaces it under a new name if
-    backoffLimit allows. `lose_state`: each new value wipes every object
+    backoffLimit allows. The same for a PyTorchJob's pod of RANK `index`
+    (0: the master): the training operator makes it again under the same
+    name if its restartPolicy allows (ExitCode, fake_kubeflow.py). `lose_state`: each new value wipes every object
     outside the system namespaces and kills their pods, as if the cluster
     were replaced. GET /_fake/stats answers the counts of injected faults.
     """
@@ -934,6 +936,16 @@ class Cluster:
                 self._remove(key)
         self.faults.count("state_lost")
 
+    @staticmethod
+    def _pod_rank(pod):
+        """A Job's pod: its completion index; a PyTorchJob's: the operator's
+        RANK (master 0, worker i + 1)."""
+        labels = pod["metadata"].get("labels", {})
+        if "training.kubeflow.org/replica-type" in labels:
+            i = int(labels.get("training.kubeflow.org/replica-index", "0"))
+            return str(i if labels["training.kubeflow.org/replica-type"] == "master" else i + 1)
+        return labels.get("batch.kubernetes.io/job-completion-index")
+
     def replace_pods(self):
         rp = self.faults.config.get("replace_pods")
         if not rp:
@@ -945,7 +957,7 @@ class Cluster:
                 continue
             if pod["metadata"].get("deletionTimestamp"):
                 continue
-            if pod["metadata"]["labels"].get("batch.kubernetes.io/job-completion-index") != index:
+            if self._pod_rank(pod) != index:
                 continue
             started = pod.setdefault("_running_since", time.time())
             if time.time() - started < float(rp.get("after", 0)):
@@ -953,7 +965,7 @@ class Cluster:
             pod["_replace_checked"] = True
             owner = (pod["metadata"].get("ownerReferences") or [{}])[0].get("uid")
             job = next((o for (p, n, _), o in self.objects.items()
-                        if p == "jobs" and o["metadata"]["uid"] == owner), None)
+                        if p in ("jobs", "pytorchjobs") and o["metadata"]["uid"] == owner), None)
             if job is None or index in job.setdefault("_replaced", []):
                 continue  # only the first pod of an index is ever replaced
             if self.faults.should_replace():

@@ -7,10 +7,13 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include <boost/filesystem.hpp>
 #include <boost/process.hpp>
@@ -34,14 +37,13 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-// 6 s per trial: long enough that the backend's poller (0.5 s, backing off
-// to 4 s while nothing changes, and slower on a loaded machine) sees the
-// Master run before the operator deletes it at the end (cleanPodPolicy All).
+// 6 s per trial, so that ASHA has time to prune.
 const std::vector<std::string> kTrialArgs = {"--steps", "60", "--report-every", "10", "--sleep-ms", "100"};
 
 // synthetic_trial's eval_loss per step for `lr`, as rank 0 prints it.
-std::map<long, double> LocalCurve(const std::string& dir, double lr) {
-  std::vector<std::string> args = {"--lr", std::to_string(lr), "--steps", "60", "--report-every", "10"};
+std::map<long, double> LocalCurve(const std::string& dir, double lr, int steps = 60) {
+  std::vector<std::string> args = {"--lr", std::to_string(lr), "--steps", std::to_string(steps), "--report-every",
+                                   "10"};
   bp::ipstream out;
   bp::child c(TUNE_BIN_DIR "/synthetic_trial", args, bp::std_out > out, bp::env["RANK"] = "0",
               bp::start_dir = dir);
@@ -180,6 +182,117 @@ TEST_CASE("tune run: ASHA over 2-node TrainJob trials on a cluster with Kubeflow
   CheckAsha(cluster, r, "trainjob", "trainjobs.trainer.kubeflow.org");
 }
 
+// Trials that end before the backend's poller (0.5 s, backing off to 4 s
+// while nothing changes) looks again: the pods are still there to read,
+// because tune renders cleanPodPolicy None and deletes the job itself once
+// it has read rank 0's log. (With cleanPodPolicy All the operator deletes
+// the pods as the job ends, and such a trial "never reported the
+// objective".)
+TEST_CASE("tune run: PyTorchJob and TrainJob trials that end within a poll still report rank 0's value",
+          "[k8s][e2e][kubeflow]") {
+  FakeCluster cluster(testing::KubeflowFlags());
+  for (std::string kind : {"pytorchjob", "trainjob"}) {
+    INFO(kind);
+    // 5 trials of 20 steps: about 1 s (50 ms a step) and at once (0 ms).
+    for (int sleep_ms : {50, 0}) {
+      INFO("sleep_ms " << sleep_ms);
+      std::string prog = std::string(TUNE_BIN_DIR "/synthetic_trial --lr ${lr} --steps 20 --report-every 10 --sleep-ms ") +
+                         std::to_string(sleep_ms);
+      json command = kind == "pytorchjob" ? json::array({"/bin/sh", "-c", "exec " + prog})
+                                          : json::array({"/bin/sh", "-c", "RANK=$PET_NODE_RANK exec " + prog});
+      json patch = {{"parameters", {{"lr", {{"type", "grid"}, {"values", {0.0003, 0.001, 0.003, 0.01, 0.03}}}}}},
+                    {"scheduler", nullptr},
+                    {"limits", {{"max_trials", 5}, {"max_concurrent_trials", 2}}}};
+      Run r = TuneRun(cluster, kind, command, patch);
+      INFO(r.out << r.err);
+      REQUIRE(r.rc == 0);
+      INFO(r.trials.dump(2));
+      REQUIRE(r.trials.size() == 5);
+      for (const json& t : r.trials) {
+        CHECK(t["state"] == "completed");
+        std::map<long, double> curve = LocalCurve(cluster.dir(), t["params"]["lr"].get<double>(), 20);
+        REQUIRE(curve.count(20));
+        CHECK(t["value"].is_number());
+        if (t["value"].is_number()) CHECK(std::fabs(t["value"].get<double>() - curve[20]) < 1e-6);
+      }
+      // tune deleted each job and its pods once it had read the log.
+      CHECK(cluster.Names(kind == "pytorchjob" ? "pytorchjobs.kubeflow.org,pods" : "trainjobs.trainer.kubeflow.org",
+                          std::string(kExperimentLabel) + "=kf-" + kind)
+                .empty());
+      CHECK(cluster.Names("pods,services", "training.kubeflow.org/job-name").empty());
+      CHECK(cluster.Names("pods", "jobset.sigs.k8s.io/jobset-name").empty());
+    }
+  }
+}
+
+TEST_CASE("tune run: a TrainJob whose runtime does not exist fails with Trainer's JobsBuildFailed",
+          "[k8s][e2e][kubeflow]") {
+  FakeCluster cluster(testing::KubeflowFlags());
+  json patch = {{"parameters", {{"lr", {{"type", "grid"}, {"values", {0.01}}}}}},
+                {"scheduler", nullptr},
+                {"limits", {{"max_trials", 1}}},
+                {"backend", {{"runtime_ref", "no-such-runtime"}}}};
+  Run r = TuneRun(cluster, "trainjob", json::array({"true"}), patch);
+  INFO(r.out << r.err);
+  CHECK(r.rc == 1);
+  INFO(r.trials.dump(2));
+  REQUIRE(r.trials.size() == 1);
+  CHECK(r.trials[0]["state"] == "failed");
+  CHECK(r.trials[0]["message"].get<std::string>().find(
+            "TrainJob failed: JobsBuildFailed (Failed to build Jobs (from the ClusterTrainingRuntime "
+            "\"no-such-runtime\" that backend.runtime_ref names: does it exist?))") != std::string::npos);
+  CHECK(cluster.Names("trainjobs.trainer.kubeflow.org", std::string(kExperimentLabel) + "=kf-trainjob").empty());
+}
+
+// The stand-in's training operator ends a PyTorchJob as v1.9 does: once
+// the Master has succeeded, cleanPodPolicy All deletes every pod and its
+// Service, Running the pods still running (a Worker) and theirs, None
+// nothing. (This is what made short trials lose their log under All.)
+TEST_CASE("the stand-in's training operator applies cleanPodPolicy All, Running and None", "[k8s][kubeflow]") {
+  FakeCluster cluster(testing::KubeflowFlags());
+  KubernetesOptions o = cluster.Options();
+  o.job_kind = "pytorchjob";
+  LaunchSpec s;
+  s.trial_id = 1;
+  s.experiment = "kf-clean";
+  s.workers = 2;
+  // The Master ends at once, the Worker runs on.
+  s.argv = {"/bin/sh", "-c", "[ \"$RANK\" = 0 ] || exec sleep 60"};
+  for (const char* policy : {"All", "Running", "None"}) {
+    INFO(policy);
+    s.trial_number = std::string(policy) == "All" ? 0 : std::string(policy) == "Running" ? 1 : 2;
+    const std::string name = KubernetesObjectName(s.experiment, s.trial_number, 0);
+    auto rendered = RenderTrialManifests(o, s, name);
+    REQUIRE(rendered.ok());
+    json job = json::parse(*rendered)["items"][0];
+    job["spec"]["runPolicy"]["cleanPodPolicy"] = policy;
+    REQUIRE(cluster.Cli().Check({"create", "-f", "-"}, job.dump()).ok());
+    std::string succeeded;
+    for (int i = 0; i < 100 && succeeded != "True"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      auto st = cluster.Cli().Check({"get", "pytorchjobs.kubeflow.org/" + name, "-o",
+                                     "jsonpath={.status.conditions[?(@.type==\"Succeeded\")].status}"});
+      if (st.ok()) succeeded = *st;
+    }
+    REQUIRE(succeeded == "True");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the operator's next passes
+    std::vector<std::string> left = cluster.Names("pods,services", "training.kubeflow.org/job-name=" + name);
+    std::sort(left.begin(), left.end());
+    std::vector<std::string> want;
+    if (std::string(policy) == "Running") {
+      want = {"pod/" + name + "-master-0", "service/" + name + "-master-0"};
+    } else if (std::string(policy) == "None") {
+      want = {"pod/" + name + "-master-0", "pod/" + name + "-worker-0", "service/" + name + "-master-0",
+              "service/" + name + "-worker-0"};
+    }
+    CHECK(left == want);
+    REQUIRE(cluster.Cli()
+                .Check({"delete", "pytorchjobs.kubeflow.org/" + name, "--cascade=foreground", "--wait=true"})
+                .ok());
+    CHECK(cluster.Names("pods,services", "training.kubeflow.org/job-name=" + name).empty());
+  }
+}
+
 TEST_CASE("tune run: without the Kubeflow CRDs the preflight says the operator is not installed",
           "[k8s][e2e][kubeflow]") {
   FakeCluster cluster;
@@ -221,14 +334,18 @@ TEST_CASE("tune run: a failed PyTorchJob or TrainJob and one past trial.timeout_
       if (t["params"]["fail_at"] == 4) {
         // The operator's reason, then the failed pods' exit codes and last
         // lines (a TrainJob keeps its pods) or, when the operator deleted
-        // them at once (a PyTorchJob's cleanPodPolicy All), rank 0's last
+        // them at once (a PyTorchJob with backoffLimit 0 deletes every pod
+        // at the first failure, whatever its cleanPodPolicy), rank 0's last
         // log line.
         if (kind == "pytorchjob") {
-          CHECK(msg.find("PyTorchJob failed: PyTorchJobFailed") != std::string::npos);
+          CHECK(msg.find("PyTorchJob failed: PyTorchJobFailed (Job kf-pytorchjob-t") != std::string::npos);
+          CHECK(msg.find("has failed because it has reached the specified backoff limit)") != std::string::npos);
           CHECK(msg.find("rank 0's last log line: \"synthetic_trial: failing at step 4 as asked\"") !=
                 std::string::npos);
         } else {
-          CHECK(msg.find("TrainJob failed: FailedJobs") != std::string::npos);
+          // Trainer's Failed condition is the JobSet's, reason and message.
+          CHECK(msg.find("TrainJob failed: FailedJobs (jobset failed due to one or more job failures (first failed "
+                         "job: kf-trainjob-t0-a0-trainer-node-0))") != std::string::npos);
           CHECK(msg.find("rank 0 (pod kf-trainjob-t0-a0-trainer-node-0-0-") != std::string::npos);
           CHECK(msg.find("exited with code 3 (Error)") != std::string::npos);
           CHECK(msg.find("rank 0's last log line: \"synthetic_trial: failing at step 4 as asked\"") !=
@@ -237,7 +354,7 @@ TEST_CASE("tune run: a failed PyTorchJob or TrainJob and one past trial.timeout_
       } else {
         // Stopped at the deadline (4 s of 12), not run to its end.
         CHECK(t["last_step"].get<int>() < 60);
-        CHECK(msg.find(kind == "pytorchjob" ? "PyTorchJob failed: DeadlineExceeded"
+        CHECK(msg.find(kind == "pytorchjob" ? "has failed because it was active longer than specified deadline)"
                                             : "TrainJob failed: DeadlineExceeded (it ran longer than trial.timeout_s, 4 s)") !=
               std::string::npos);
       }

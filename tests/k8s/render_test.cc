@@ -219,7 +219,9 @@ TEST_CASE("a pytorchjob trial is one PyTorchJob: a Master and workers - 1 Worker
   const json& rp = job["spec"]["runPolicy"];
   CHECK(rp["backoffLimit"] == 0);
   CHECK(rp["activeDeadlineSeconds"] == 91);
-  CHECK(rp["cleanPodPolicy"] == "All");
+  // None: the pods stay until tune has read rank 0's log (All would let
+  // the operator delete them as the job ends).
+  CHECK(rp["cleanPodPolicy"] == "None");
   CHECK(rp["ttlSecondsAfterFinished"] == 600);
   const json& replicas = job["spec"]["pytorchReplicaSpecs"];
   REQUIRE(replicas.size() == 2);
@@ -269,7 +271,13 @@ TEST_CASE("a pytorchjob trial is one PyTorchJob: a Master and workers - 1 Worker
   s.timeout_s = 0;
   o.ttl_seconds_after_finished.reset();
   json plain = json::parse(*RenderTrialManifests(o, s, "lora-asha-t3-a1"));
-  CHECK(plain["items"][0]["spec"]["runPolicy"] == json::parse(R"({"backoffLimit": 0, "cleanPodPolicy": "All"})"));
+  CHECK(plain["items"][0]["spec"]["runPolicy"] == json::parse(R"({"backoffLimit": 0, "cleanPodPolicy": "None"})"));
+  // With a backoff limit the operator may make a killed pod again
+  // (restartPolicy ExitCode); without one every failure ends the job.
+  o.backoff_limit = 2;
+  json retried = json::parse(*RenderTrialManifests(o, s, "lora-asha-t3-a1"));
+  CHECK(retried["items"][0]["spec"]["runPolicy"]["backoffLimit"] == 2);
+  CHECK(retried["items"][0]["spec"]["pytorchReplicaSpecs"]["Master"]["restartPolicy"] == "ExitCode");
 }
 
 TEST_CASE("a trainjob trial is one TrainJob naming its runtime", "[k8s][render][kubeflow]") {

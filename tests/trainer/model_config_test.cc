@@ -165,6 +165,50 @@ TEST_CASE("config.json: integer fields refuse floats and out-of-range numbers by
   CHECK(Parse(j)->max_position_embeddings == 4096);
 }
 
+// The config.json transformers 4.57 writes when it converts SmolLM2-135M-
+// Instruct from GGUF (scripts/check-real-model.sh): the real-model check
+// stopped at its unk_token_id once unknown keys were refused.
+TEST_CASE("config.json: the GGUF conversion of SmolLM2-135M-Instruct is accepted", "[trainer][config]") {
+  const char* text = R"({
+  "_model_name_or_path": "Smollm2 135M 8k Lc100K Mix1 Ep2",
+  "architectures": [
+    "LlamaForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 1,
+  "dtype": "float32",
+  "eos_token_id": 2,
+  "head_dim": 64,
+  "hidden_act": "silu",
+  "hidden_size": 576,
+  "initializer_range": 0.02,
+  "intermediate_size": 1536,
+  "max_position_embeddings": 8192,
+  "mlp_bias": false,
+  "model_type": "llama",
+  "num_attention_heads": 9,
+  "num_hidden_layers": 30,
+  "num_key_value_heads": 3,
+  "pad_token_id": 2,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 9.999999747378752e-06,
+  "rope_scaling": null,
+  "rope_theta": 100000.0,
+  "tie_word_embeddings": true,
+  "transformers_version": "4.57.1",
+  "unk_token_id": 0,
+  "use_cache": true,
+  "vocab_size": 49152
+})";
+  auto c = ParseModelConfig(text);
+  REQUIRE(c.ok());
+  CHECK(c->hidden_size == 576);
+  CHECK(c->num_key_value_heads == 3);
+  CHECK(c->tie_word_embeddings);
+  CHECK(c->rope.theta == 100000.0);
+}
+
 TEST_CASE("docs/trainer-models.md lists every known config.json key", "[trainer][config]") {
   std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/docs/trainer-models.md");
   REQUIRE(in);

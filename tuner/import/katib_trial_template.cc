@@ -400,7 +400,9 @@ Status ConvertTrialTemplate(Ctx& ctx, const YAML::Node& tt, const std::string& p
     TUNE_RETURN_IF_ERROR(ctx.Map(policy, Child(sp, "runPolicy")));
     TUNE_RETURN_IF_ERROR(RunPolicy(ctx, policy, Child(sp, "runPolicy"), trial, backend));
     ctx.NoteOthers(policy, Child(sp, "runPolicy"), {"activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"},
-                   {{"cleanPodPolicy", "not carried over (tune deletes every pod of a finished trial: All)"}});
+                   {{"cleanPodPolicy",
+                     "not carried over (tune renders None and deletes the PyTorchJob itself once it has read rank "
+                     "0's log)"}});
   }
   ctx.NoteOthers(spec, sp, {"pytorchReplicaSpecs", "runPolicy"});
   return Status::Ok();

@@ -125,8 +125,15 @@ CREATE TABLE tracking_runs (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 5: the best completed value of an experiment, in either
+// direction, is one index lookup (the dashboard's experiments list; it was
+// a sort of every completed trial).
+constexpr const char kV4ToV5[] = R"sql(
+CREATE INDEX trials_by_value ON trials (experiment_id, state, value, number);
+)sql";
+
 // kMigrations[i] takes a database from version i to version i + 1.
-constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3, kV3ToV4};
+constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion,
               "one migration per schema version");
 
