@@ -87,11 +87,21 @@
 
   // --- Data --------------------------------------------------------------
 
+  // The last tagged answer per path: asked again with If-None-Match, the
+  // server answers 304 while the database is unchanged, and the same
+  // object comes back (views skip redrawing it).
+  const tagged = new Map();
+
   async function fetchJson(path) {
-    const res = await fetch(path, { cache: 'no-store' });
+    const prev = tagged.get(path);
+    const res = await fetch(path, { cache: 'no-store', headers: prev ? { 'If-None-Match': prev.etag } : {} });
+    if (res.status === 304 && prev) return prev.body;
     let body = null;
     try { body = await res.json(); } catch (e) { body = null; }
     if (!res.ok) throw new Error((body && body.error) || (path + ': HTTP ' + res.status));
+    const etag = res.headers.get('ETag');
+    if (etag) tagged.set(path, { etag, body });
+    else tagged.delete(path);
     return body;
   }
 
@@ -462,7 +472,7 @@
       const t0 = performance.now();
       const exp = await getExperiment(name);
       performance.measure('tune:fetch', { start: t0, end: performance.now() });
-      if (gen !== generation) return;
+      if (gen !== generation || exp === last) return;  // unchanged: nothing to redraw
       last = exp;
       const c = exp.counts;
       view.summary.textContent = exp.state + (exp.message ? ' (' + exp.message + ')' : '') + ' · ' + exp.trials +

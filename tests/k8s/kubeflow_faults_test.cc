@@ -225,7 +225,7 @@ TEST_CASE("tune run --resume adopts running PyTorchJobs and TrainJobs and harves
 // backend.backoff_limit > 0) by a new pod of the same name; the dead pod's
 // reports are stored as excluded, the new pod speaks for the attempt, and
 // the value is its.
-TEST_CASE("tune run: a PyTorchJob master pod that the operator makes again speaks anew; the dead one's reports "
+TEST_CASE("tune run: a PyTorchJob master pod that the operator makes again speaks anew and the dead one's reports "
           "are excluded",
           "[k8s][kubeflow][faults][e2e]") {
   FakeCluster cluster(testing::KubeflowFlags());
