@@ -24,7 +24,7 @@ pkgs=(
   libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2 bc time
   libpcre2-dev libutf8proc-dev libyaml-cpp-dev python3-venv
   python3-yaml
-  libcpp-httplib-dev libjs-chart.js
+  libcpp-httplib-dev libjs-chart.js zlib1g-dev
   # The dashboard's browser tests (headless Chromium over DevTools): about
   # 120 MB to fetch, 410 MB installed.
   chromium python3-websocket

@@ -177,7 +177,9 @@ void CausalLmImpl::EnsureMasks(int64_t length, const torch::Device& device) {
   }
 }
 
-torch::Tensor CausalLmImpl::forward(const torch::Tensor& ids) {
+torch::Tensor CausalLmImpl::forward(const torch::Tensor& ids) { return Head(Hidden(ids)); }
+
+torch::Tensor CausalLmImpl::Hidden(const torch::Tensor& ids) {
   const int64_t T = ids.size(1);
   torch::Tensor cos, sin;
   rope_.Tables(T, ids.device(), &cos, &sin);
@@ -200,9 +202,23 @@ torch::Tensor CausalLmImpl::forward(const torch::Tensor& ids) {
     x = recompute ? CheckpointedLayer(l, x, cos, sin, m) : l->forward(x, cos, sin, m);
     ++i;
   }
-  x = model->norm(x);
+  return model->norm(x);
+}
+
+torch::Tensor CausalLmImpl::Head(const torch::Tensor& hidden) {
   const torch::Tensor& head = lm_head_ ? lm_head_->weight : model->embed_tokens->weight;
-  return torch::nn::functional::linear(x, head);
+  return torch::nn::functional::linear(hidden, head);
+}
+
+torch::Tensor CausalLmImpl::TargetLossSum(const torch::Tensor& ids, const torch::Tensor& labels) {
+  torch::Tensor h = Hidden(ids);
+  const int64_t H = h.size(-1);
+  torch::Tensor next = labels.slice(1, 1).reshape({-1});
+  torch::Tensor keep = next.ne(-100).nonzero().reshape({-1});
+  torch::Tensor rows = h.slice(1, 0, -1).reshape({-1, H}).index_select(0, keep);
+  return torch::nn::functional::cross_entropy(
+      Head(rows).to(torch::kFloat32), next.index_select(0, keep),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
 }
 
 torch::Tensor CausalLmImpl::Loss(const torch::Tensor& logits, const torch::Tensor& labels) {

@@ -108,10 +108,23 @@ class CausalLmImpl : public torch::nn::Module {
   explicit CausalLmImpl(ModelConfig config);
 
   // ids: [B, T] int64 -> logits [B, T, vocab]. Positions are 0 .. T - 1.
+  // Head(Hidden(ids)).
   torch::Tensor forward(const torch::Tensor& ids);
+  // ids: [B, T] -> the final norm's output [B, T, hidden].
+  torch::Tensor Hidden(const torch::Tensor& ids);
+  // hidden: [..., hidden] -> logits [..., vocab], through lm_head or the tied
+  // embedding.
+  torch::Tensor Head(const torch::Tensor& hidden);
   // Mean cross-entropy of logits[:, t] against labels[:, t + 1] over labels
   // that are not -100 (Hugging Face's causal-LM loss).
   static torch::Tensor Loss(const torch::Tensor& logits, const torch::Tensor& labels);
+  // The token-summed cross-entropy, in float32, of the prediction at every
+  // position t whose label labels[:, t + 1] is not -100: the sum that
+  // Loss() averages. The head runs on those positions only, so prompt and
+  // padding positions cost no vocab-sized matmul (on a 135M model the head
+  // is a fifth of the forward's multiply-adds). The training loop and the
+  // evaluation use it.
+  torch::Tensor TargetLossSum(const torch::Tensor& ids, const torch::Tensor& labels);
 
   // Random init as transformers does: normal(0, initializer_range) for
   // linear and embedding weights, zeros for biases, ones for norms.

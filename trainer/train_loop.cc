@@ -11,6 +11,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/device.h"
 #include "trainer/lr_schedule.h"
+#include "trainer/rng_state.h"
 
 namespace tune {
 namespace {
@@ -52,15 +53,6 @@ int64_t CountTargets(const text::Example& e) {
   return n;
 }
 
-// Token-summed cross-entropy (labels shifted by one, -100 ignored), in fp32
-// whatever the forward's dtype (as transformers' loss upcasts the logits).
-torch::Tensor LossSum(const torch::Tensor& logits, const torch::Tensor& labels) {
-  const int64_t V = logits.size(-1);
-  return torch::nn::functional::cross_entropy(
-      logits.slice(1, 0, -1).reshape({-1, V}).to(torch::kFloat32), labels.slice(1, 1).reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
-}
-
 void SetLearningRate(torch::optim::Optimizer& opt, double lr) {
   for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
@@ -76,7 +68,7 @@ Result<double> Evaluate(CausalLm& model, const std::vector<text::Example>& eval,
     if (batch.empty()) return;
     Batch b = MakeBatch(batch, pad_id);
     const torch::Device dev = ModelDevice(model);
-    sum += LossSum(model->forward(b.ids.to(dev)), b.labels.to(dev)).item<double>();
+    sum += model->TargetLossSum(b.ids.to(dev), b.labels.to(dev)).item<double>();
     count += static_cast<double>(b.targets);
     batch.clear();
   };
@@ -149,7 +141,8 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
   std::string resume = o.resume_from;
   if (resume.empty() && o.auto_resume) resume = LatestCheckpoint(output);
   if (!resume.empty()) {
-    TUNE_ASSIGN_OR_RETURN(CheckpointContents ckpt, LoadCheckpoint(resume, hooks.weights_file, optimizer, device));
+    TUNE_ASSIGN_OR_RETURN(CheckpointContents ckpt,
+                          LoadCheckpoint(resume, hooks.weights_file, optimizer, device, dist.rank()));
     TUNE_RETURN_IF_ERROR(hooks.load_weights(ckpt.weights));
     start_step = ckpt.step;
     if (dist.is_main()) std::cerr << "lora_train: resumed from " << resume << " at step " << start_step << "\n";
@@ -168,9 +161,10 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
     line += " lr=" + Fmt(lr) + " tokens_per_s=" + Fmt(tps, 7);
     std::cout << line << std::endl;
   };
-  auto save = [&](int64_t step) -> Status {
+  auto save = [&](int64_t step) -> Status {  // on every rank: each one's RNG state goes into the checkpoint
+    TUNE_ASSIGN_OR_RETURN(TensorMap rng, GatherRngStates(dist, CaptureRngState(device)));
     if (!dist.is_main()) return Status::Ok();
-    return SaveCheckpoint(output, step, hooks.weights(), hooks.weights_file, optimizer, hooks.extra_files,
+    return SaveCheckpoint(output, step, hooks.weights(), hooks.weights_file, optimizer, rng, hooks.extra_files,
                           o.keep_checkpoints);
   };
 
@@ -195,7 +189,7 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
         examples.push_back(order.At(base + (m * world + rank) * o.batch_size + i));
       }
       Batch b = MakeBatch(examples, pad_id);
-      torch::Tensor loss_sum = LossSum(model->forward(b.ids.to(device)), b.labels.to(device));
+      torch::Tensor loss_sum = model->TargetLossSum(b.ids.to(device), b.labels.to(device));
       (loss_sum * norm).backward();
       local_loss += loss_sum.item<double>();
     }

@@ -1,13 +1,18 @@
 // The dashboard's JSON API against the database a real `tune run` wrote:
 // a real `tune dashboard` process, fetched with cpp-httplib's client, its
 // answers compared with what SQLite itself holds.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <zlib.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 
+#include "dashboard/http_gzip.h"
 #include "dashboard/report_page.h"
 #include "tuner/storage/storage.h"
 #include "tests/dashboard/dashboard_util.h"
@@ -34,6 +39,51 @@ Fetched Get(int port, const std::string& path) {
   f.status = res->status;
   if (res->get_header_value("Content-Type") == "application/json; charset=utf-8") f.body = json::parse(res->body);
   return f;
+}
+
+// GET over a bare socket, with exactly the request headers `extra` (each
+// "Name: value\r\n"): {response head, body}. HTTP/1.1, Connection: close.
+std::pair<std::string, std::string> RawGet(int port, const std::string& path, const std::string& extra) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + extra + "\r\n";
+    if (send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buf[65536];
+      for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  const size_t end = response.find("\r\n\r\n");
+  REQUIRE(end != std::string::npos);
+  return {response.substr(0, end + 2), response.substr(end + 4)};
+}
+
+// A gzip body inflated with zlib; fails the test if it is not one whole gzip stream.
+std::string Gunzip(const std::string& data) {
+  z_stream z{};
+  REQUIRE(inflateInit2(&z, 15 + 16) == Z_OK);
+  std::string out;
+  char buf[65536];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  const uInt left = z.avail_in;
+  inflateEnd(&z);
+  CHECK(rc == Z_STREAM_END);
+  CHECK(left == 0);
+  return out;
 }
 
 json NumOrNull(const SQLite::Column& c) { return c.isNull() ? json(nullptr) : json(c.getDouble()); }
@@ -238,4 +288,118 @@ TEST_CASE("dashboard API: a report after max_t is marked in the trial and left o
   CHECK(trial.body["reports"][2]["step"] == 35);
   CHECK(trial.body["reports"][2]["excluded"] == "after max_t");
   CHECK(trial.body["logs"][0]["missing"] == true);  // this trial never ran: no directory
+}
+
+TEST_CASE("AcceptsGzip reads Accept-Encoding's codings and weights", "[dashboard]") {
+  for (const char* yes : {"gzip", "GZip", "x-gzip", "gzip, deflate, br, zstd", "br;q=1.0, gzip;q=0.8", " deflate , gzip ;q=0.5",
+                          "*", "br, *;q=0.1", "gzip;q=1"}) {
+    INFO(yes);
+    CHECK(tune::AcceptsGzip(yes));
+  }
+  for (const char* no : {"", "br", "identity", "deflate, br", "gzip;q=0", "gzip; q=0.000", "*;q=0", "*, gzip;q=0",
+                         "gzip;q=abc", "gzip;q=2", "gzipx", "x-gzip;q=0, br"}) {
+    INFO(no);
+    CHECK_FALSE(tune::AcceptsGzip(no));
+  }
+}
+
+TEST_CASE("dashboard: a client that asks for gzip gets the API and scripts compressed, one that does not gets them plain",
+          "[dashboard]") {
+  Experiment e;
+  Dashboard dash(e.db, e.dir.path / "dash.log");
+  for (const std::string path : {"/api/experiments", "/api/experiment?name=dash-api", "/api/trial?experiment=dash-api&number=0",
+                                 "/api/experiment?name=none", "/api/trial?experiment=dash-api", "/dashboard.js",
+                                 "/chart.min.js"}) {
+    INFO(path);
+    auto [plain_head, plain] = RawGet(dash.port(), path, "");
+    CHECK(plain_head.find("Content-Encoding") == std::string::npos);
+    CHECK(plain_head.find("Vary: Accept-Encoding\r\n") != std::string::npos);
+    CHECK(plain.size() > 10);
+    if (path.rfind("/api/", 0) == 0) CHECK_NOTHROW(json::parse(plain));
+    // What Chromium sends: gzip, not Brotli (see dashboard/http_gzip.h).
+    for (const std::string accept : {"gzip", "gzip, deflate, br, zstd"}) {
+      auto [head, body] = RawGet(dash.port(), path, "Accept-Encoding: " + accept + "\r\n");
+      INFO(accept << "\n" << head);
+      CHECK(head.find("Content-Encoding: gzip\r\n") != std::string::npos);
+      CHECK(head.find("Content-Length: " + std::to_string(body.size()) + "\r\n") != std::string::npos);
+      REQUIRE(body.size() >= 2);
+      CHECK(static_cast<unsigned char>(body[0]) == 0x1f);  // gzip magic
+      CHECK(static_cast<unsigned char>(body[1]) == 0x8b);
+      CHECK(Gunzip(body) == plain);
+    }
+    // Refused by weight: plain.
+    auto [refused_head, refused] = RawGet(dash.port(), path, "Accept-Encoding: gzip;q=0, br;q=0\r\n");
+    CHECK(refused_head.find("Content-Encoding") == std::string::npos);
+    CHECK(refused == plain);
+  }
+  // cpp-httplib's client too (it inflates what it asked for).
+  httplib::Client client("127.0.0.1", dash.port());
+  client.set_decompress(true);
+  auto res = client.Get("/api/experiment?name=dash-api", {{"Accept-Encoding", "gzip"}});
+  REQUIRE(res);
+  CHECK(res->get_header_value("Content-Encoding") == "gzip");
+  CHECK(json::parse(res->body) == json::parse(RawGet(dash.port(), "/api/experiment?name=dash-api", "").second));
+}
+
+TEST_CASE("GzipCompress writes one gzip stream that zlib inflates back", "[dashboard]") {
+  std::string big;
+  for (int i = 0; i < 30000; ++i) big += "{\"step\": " + std::to_string(i) + ", \"v\": " + std::to_string(i * 0.37) + "},";
+  for (const std::string& data : {std::string(), std::string("x"), big}) {
+    for (int level : {1, 2, 9}) {
+      const std::string z = tune::GzipCompress(data, level);
+      CHECK(Gunzip(z) == data);
+      if (data.size() > 1000) CHECK(z.size() < data.size() / 3);
+    }
+  }
+}
+
+TEST_CASE("dashboard: the database's answers carry an entity tag: an unchanged database answers 304, a write a new one",
+          "[dashboard]") {
+  Experiment e;
+  Dashboard dash(e.db, e.dir.path / "dash.log");
+  for (const std::string path : {"/api/experiments", "/api/experiment?name=dash-api"}) {
+    INFO(path);
+    auto [head, body] = RawGet(dash.port(), path, "");
+    static const std::regex kTag("\r\nETag: (\"[^\"]+\")\r\n");
+    std::smatch m;
+    REQUIRE(std::regex_search(head, m, kTag));
+    const std::string tag = m[1];
+    CHECK(head.find("Cache-Control: no-cache\r\n") != std::string::npos);
+    // The same tag: 304, no body; also in a list and weak, with gzip asked for.
+    for (const std::string& none_match : {tag, "\"other\", " + tag, "W/" + tag}) {
+      auto [h304, b304] = RawGet(dash.port(), path, "If-None-Match: " + none_match + "\r\nAccept-Encoding: gzip\r\n");
+      INFO(h304);
+      CHECK(h304.rfind("HTTP/1.1 304", 0) == 0);
+      CHECK(b304.empty());
+    }
+    auto [h200, b200] = RawGet(dash.port(), path, "If-None-Match: \"other\"\r\n");
+    CHECK(h200.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(b200 == body);
+
+    // Another process writes: the old tag gets the new answer, with a new tag.
+    {
+      auto writer = tune::OpenSqliteStorage(e.db);
+      REQUIRE(writer.ok());
+      auto exp = (*writer)->FindExperiment("dash-api");
+      REQUIRE(exp.ok());
+      REQUIRE((*writer)->SetExperimentRunSeconds(exp->id, exp->run_seconds + 100).ok());
+    }
+    auto [h_new, b_new] = RawGet(dash.port(), path, "If-None-Match: " + tag + "\r\n");
+    INFO(h_new);
+    CHECK(h_new.rfind("HTTP/1.1 200", 0) == 0);
+    REQUIRE(std::regex_search(h_new, m, kTag));
+    CHECK(m[1] != tag);
+    json before = json::parse(body), after = json::parse(b_new);
+    const json& b = before.is_array() ? before[0] : before;
+    const json& a = after.is_array() ? after[0] : after;
+    CHECK(a["run_seconds"].get<double>() == Approx(b["run_seconds"].get<double>() + 100));
+  }
+  // A trial's document also reads its log files: never tagged.
+  auto [trial_head, trial_body] = RawGet(dash.port(), "/api/trial?experiment=dash-api&number=0", "");
+  CHECK(trial_head.find("ETag") == std::string::npos);
+  CHECK(trial_head.find("Cache-Control: no-store\r\n") != std::string::npos);
+  // Errors are not tagged either.
+  auto [missing_head, missing_body] = RawGet(dash.port(), "/api/experiment?name=none", "");
+  CHECK(missing_head.rfind("HTTP/1.1 404", 0) == 0);
+  CHECK(missing_head.find("ETag") == std::string::npos);
 }

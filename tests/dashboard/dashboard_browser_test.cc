@@ -5,6 +5,9 @@
 // the build's test-output/dashboard directory.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <sstream>
+
 #include "tests/dashboard/dashboard_util.h"
 
 namespace {
@@ -48,6 +51,7 @@ struct Expected {
   int finished = 0;
   std::map<int, int> pruned;
   int hostile = 0;
+  int hostile_trial = -1;  // the first trial with the hostile value
 };
 Expected FromDb(const std::string& db, const std::string& name) {
   Output o = Sh(Tune("trials --db " + Quote(db) + " --experiment " + name + " --format json"));
@@ -57,9 +61,15 @@ Expected FromDb(const std::string& db, const std::string& name) {
     std::string state = r["state"];
     if (state == "completed" || state == "pruned" || state == "failed" || state == "stopped") ++e.finished;
     if (state == "pruned") e.pruned[r["number"].get<int>()] = r["pruned_rung"].get<int>();
-    if (r["params"]["optimizer"] == kHostile) ++e.hostile;
+    if (r["params"]["optimizer"] == kHostile && e.hostile++ == 0) e.hostile_trial = r["number"].get<int>();
   }
   return e;
+}
+
+// JS: true once the page shows trial `number` with its log.
+std::string OnTrialPage(int number) {
+  return "document.querySelector('h2').textContent.endsWith(' trial " + std::to_string(number) +
+         "') && document.querySelector('pre.log')";
 }
 
 void CheckViews(const json& v, const Expected& want) {
@@ -102,12 +112,32 @@ TEST_CASE("dashboard in Chromium: every page loads clean and draws the database"
   std::vector<std::string> steps = {
       "goto:" + dash.url(), "wait:document.querySelector('#experiments a')",
       "eval:name=document.querySelector('#experiments a').textContent",
+      // The experiments table as {column: text} for its one row.
+      "eval:row=Object.fromEntries(Array.from(document.querySelectorAll('#experiments th')).map((th, i) =>"
+      " [th.textContent, document.querySelectorAll('#experiments tbody td')[i].textContent]))",
       "shot:" + (kShots / "dashboard-experiments.png").string()};
   for (const std::string& s : ExperimentSteps(dash.url() + "#/e/dash-browser", "dashboard-experiment.png"))
     steps.push_back(s);
+  // Polls of a finished experiment: 304 from the server, nothing redrawn.
+  for (const std::string& s : std::vector<std::string>{
+           "eval:polls_before=(window.__drawn = tuneCharts.history.data, Number(document.body.dataset.loaded))",
+           "wait:Number(document.body.dataset.loaded) >= 3",
+           "eval:redrawn=tuneCharts.history.data !== window.__drawn",
+           "eval:not_modified=performance.getEntriesByType('resource').filter(r => r.name.includes('api/experiment?') "
+           "&& r.responseStatus === 304).length"})
+    steps.push_back(s);
+  // A trial with the hostile value: in its parameters and its log, as text.
+  for (const std::string& s : std::vector<std::string>{
+           "goto:" + dash.url() + "#/e/dash-browser/t/" + std::to_string(want.hostile_trial),
+           "wait:" + OnTrialPage(want.hostile_trial) + " && document.querySelector('pre.log').textContent.includes('optimizer')",
+           "eval:hostile_log=document.querySelector('pre.log').textContent",
+           "eval:hostile_param=Array.from(document.querySelectorAll('#trial-params td')).map(td => td.textContent)",
+           "eval:hostile_imgs=document.querySelectorAll('img').length"})
+    steps.push_back(s);
   for (const std::string& s : std::vector<std::string>{
            "goto:" + dash.url() + "#/e/dash-browser/t/" + std::to_string(want.pruned.begin()->first),
-           "wait:document.querySelector('pre.log') && window.tuneCharts['metric:eval_loss']",
+           // This trial's page, not the one before it (the hash changes; the page is replaced a moment later).
+           "wait:" + OnTrialPage(want.pruned.begin()->first) + " && window.tuneCharts['metric:eval_loss']",
            "eval:log=document.querySelector('pre.log').textContent",
            "eval:params=document.querySelector('#trial-params').textContent",
            "shot:" + (kShots / "dashboard-trial.png").string()})
@@ -115,6 +145,18 @@ TEST_CASE("dashboard in Chromium: every page loads clean and draws the database"
   json out = Browse(steps);
   const json& v = out["values"];
   CHECK(v["name"] == "dash-browser");
+  CHECK(v["redrawn"] == false);
+  CHECK(v["hostile_log"].get<std::string>().find("optimizer " + kHostile + "\n") != std::string::npos);
+  CHECK(std::count(v["hostile_param"].begin(), v["hostile_param"].end(), json(kHostile)) == 1);
+  CHECK(v["hostile_imgs"] == 0);
+  CHECK(v["not_modified"].get<int>() >= 3 - v["polls_before"].get<int>());
+  CHECK(v["not_modified"].get<int>() >= 1);
+  // Every state has its count (from the same database).
+  const json& row = v["row"];
+  CHECK(row["trials"] == "10");
+  CHECK(row["pruned"] == std::to_string(want.pruned.size()));
+  CHECK(row["completed"] == std::to_string(want.finished - want.pruned.size()));
+  for (const char* state : {"failed", "stopped", "running", "pending"}) CHECK(row[state] == "0");
   CheckViews(v, want);
   CHECK(v["log"].get<std::string>().rfind("synthetic_trial:", 0) == 0);
 }
@@ -176,4 +218,73 @@ TEST_CASE("dashboard in Chromium: the page follows a running tune run without a 
   CHECK(v["polls"].get<int>() > 1);
   CHECK(v["state_before"].get<std::string>().rfind("running", 0) == 0);
   CHECK(run.Wait(60) == 0);
+}
+
+TEST_CASE("dashboard in Chromium: reports after max_t are red triangles, outside the curve", "[dashboard][browser]") {
+  fs::create_directories(kShots);
+  TempDir dir;
+  // max_t 30, but the trials report up to step 60: ASHA completes a trial at
+  // step 30 and what it prints later is stored as "after max_t".
+  json spec = AshaSpec("dash-maxt", 3, 2);
+  for (json& arg : spec["trial"]["command"])
+    if (arg == "30") arg = "60";
+  const std::string db = (dir.path / "results.db").string();
+  Output run = Sh(Tune("run " + Quote(WriteSpec(dir.path, spec).string()) + " --db " + Quote(db) + " --quiet"));
+  INFO(run.out);
+  REQUIRE(run.code == 0);
+  // A completed trial with late reports, and their steps, from SQLite itself.
+  Output late = Sh("sqlite3 " + Quote(db) +
+                   " \"SELECT t.number, group_concat(r.step) FROM trials t JOIN reports r ON r.trial_id = t.id "
+                   "WHERE t.state = 'completed' AND r.excluded = 'after max_t' GROUP BY t.number ORDER BY t.number "
+                   "LIMIT 1\"");
+  INFO(late.out);
+  REQUIRE(late.code == 0);
+  const size_t bar = late.out.find('|');
+  REQUIRE(bar != std::string::npos);
+  const int number = std::stoi(late.out.substr(0, bar));
+  json late_steps = json::array();
+  std::istringstream steps(late.out.substr(bar + 1));
+  for (std::string s; std::getline(steps, s, ',');) late_steps.push_back(std::stoi(s));
+  REQUIRE(late_steps.size() > 0);
+
+  Dashboard dash(db, dir.path / "dash.log");
+  const std::string chart = "tuneCharts['metric:eval_loss']";
+  // For each drawn point of the "not counted" dataset: whether the canvas
+  // holds a red (#d62728 border) pixel within 6 px of it.
+  const std::string red_drawn =
+      "(() => { const c = " + chart + "; const i = c.data.datasets.findIndex(d => d.tuneExcluded);"
+      " const ctx = c.canvas.getContext('2d'); const r = window.devicePixelRatio || 1;"
+      " return c.getDatasetMeta(i).data.map(p => { const px = ctx.getImageData(Math.round((p.x - 6) * r),"
+      " Math.round((p.y - 6) * r), Math.round(13 * r), Math.round(13 * r)).data;"
+      " for (let k = 0; k < px.length; k += 4) if (px[k] > 170 && px[k + 1] < 110 && px[k + 2] < 110) return true;"
+      " return false; }); })()";
+  json out = Browse(
+      {"goto:" + dash.url() + "#/e/dash-maxt/t/" + std::to_string(number),
+       "wait:window." + chart + " && " + chart + ".data.datasets.some(d => d.tuneExcluded)",
+       "eval:excluded=" + chart + ".data.datasets.filter(d => d.tuneExcluded).map(d => ["
+           "d.label, d.pointStyle, d.borderColor, d.showLine, d.data.map(p => p.x)])",
+       "eval:counted_steps=" + chart + ".data.datasets.filter(d => !d.tuneExcluded).flatMap(d => d.data.map(p => p.x))",
+       "eval:red=" + red_drawn,
+       "shot:" + (kShots / "dashboard-trial-after-max-t.png").string(),
+       "goto:" + dash.url() + "#/e/dash-maxt",
+       "wait:document.body.dataset.loaded >= 1 && window.tuneCharts.curves",
+       "eval:curve_steps=tuneCharts.curves.data.datasets.filter(d => d.tuneTrial === " + std::to_string(number) +
+           ").flatMap(d => d.data.map(p => p.x))"});
+  const json& v = out["values"];
+  INFO(v.dump());
+  REQUIRE(v["excluded"].size() == 1);
+  const json& tri = v["excluded"][0];
+  CHECK(tri[0] == "not counted (after max_t)");  // the legend says why
+  CHECK(tri[1] == "triangle");
+  CHECK(tri[2] == "#d62728");
+  CHECK(tri[3] == false);  // points, not joined into a line
+  CHECK(tri[4] == late_steps);
+  CHECK(v["red"] == json(std::vector<bool>(late_steps.size(), true)));
+  // Neither the trial's own chart nor the experiment's learning curves
+  // carry a report past max_t.
+  REQUIRE(v["counted_steps"].size() > 0);
+  for (const json& s : v["counted_steps"]) CHECK(s.get<int>() <= 30);
+  REQUIRE(v["curve_steps"].size() > 0);
+  CHECK(v["curve_steps"].back() == 30);
+  for (const json& s : v["curve_steps"]) CHECK(s.get<int>() <= 30);
 }

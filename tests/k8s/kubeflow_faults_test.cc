@@ -228,7 +228,7 @@ TEST_CASE("tune run --resume adopts running PyTorchJobs and TrainJobs and harves
 // renders for backend.backoff_limit > 0) again under its name. TrainJob:
 // the kubelet restarts the killed node-0 container in place (the JobSet's
 // restartPolicy OnFailure).
-TEST_CASE("tune run: rank 0 run again under its pod name speaks anew; the dead run's reports are excluded",
+TEST_CASE("tune run: rank 0 run again under its pod name speaks anew and the dead run's reports are excluded",
           "[k8s][kubeflow][faults][e2e]") {
   FakeCluster cluster(testing::KubeflowFlags());
   for (const Kind& kind : {kPyTorchJob, kTrainJob}) {

@@ -67,7 +67,14 @@ void CheckArch(const std::string& arch, const FeatureOff& feature_off = nullptr)
   INFO(arch << " lora logits max rel diff " << testing::MaxRelDiff(logits.detach(), g["lora_logits"]));
   CHECK(testing::CloseRel(logits.detach(), g["lora_logits"], kRtol));
   CHECK(loss.item<double>() == Approx(g["lora_loss"].item<double>()).epsilon(kRtol));
-  loss.backward();
+  // The gradients come from the training loop's loss: the head on the target
+  // positions only (the golden's labels mask a prompt), summed, then divided
+  // by the target count as the loop does.
+  const int64_t targets = g["labels"].slice(1, 1).ne(-100).sum().item<int64_t>();
+  REQUIRE(targets < g["labels"].size(0) * (g["labels"].size(1) - 1));
+  torch::Tensor train_loss = model->TargetLossSum(g["input_ids"], g["labels"]) / static_cast<double>(targets);
+  CHECK(train_loss.item<double>() == Approx(g["lora_loss"].item<double>()).epsilon(kRtol));
+  train_loss.backward();
 
   std::vector<torch::Tensor> params = model->LoraParameters();
   torch::optim::AdamW opt(params, torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
