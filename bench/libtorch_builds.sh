@@ -4,9 +4,16 @@
 # the libtorch of PyPI's CUDA torch wheel (./build-cuda,
 # scripts/build-cuda.sh). Runs trainer_bench tiny and small from both builds
 # alternately, REPEATS times, so both see the same machine load, and prints
-# the medians and their ratio.
+# the medians and their ratio. Each build's startup line says which BLAS its
+# libtorch uses.
 #
 #   bench/libtorch_builds.sh [REPEATS] [THREADS]     (defaults: 5, 2)
+#
+# With REAL_MODEL (a Hugging Face model folder, e.g. the SmolLM2-135M that
+# scripts/check-real-model.sh converts) and REAL_DATA (instruction JSONL,
+# e.g. its short.jsonl), it also times lora_train itself on that model from
+# both builds: batch 4, sequence length 256, LoRA r 8 on q_proj,v_proj,
+# REAL_STEPS steps (default 6), tokens/s of the steps after the first two.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 repeats="${1:-5}"
@@ -41,13 +48,40 @@ print("%-6s %-10s %9.0f tokens/s  %7.1f MiB peak RSS" % (r["tag"], r["build"], r
   done
 done
 rm -f "$out.err"
-python3 - "$out" <<'PY'
+sizes_run=(tiny small)
+if [ -n "${REAL_MODEL:-}" ]; then
+  steps="${REAL_STEPS:-6}"
+  work=$(mktemp -d)
+  trap 'rm -f "$out"; rm -rf "$work"' EXIT
+  for rep in $(seq 1 "$repeats"); do
+    for b in build build-cuda; do
+      "$root/$b/bin/lora_train" --base "$REAL_MODEL" --data "$REAL_DATA" --eval-data "$REAL_DATA" \
+        --eval-max-examples 1 --max-steps "$steps" --log-every 2 --eval-every 0 --batch-size 4 --seq-len 256 \
+        --lora-r 8 --lora-alpha 16 --lora-dropout 0.05 --target-modules q_proj,v_proj --lr 1e-4 \
+        --schedule constant --threads "$threads" --output "$work/out" --no-auto-resume \
+        > "$work/stdout" 2> "$work/stderr" || { cat "$work/stderr" >&2; exit 1; }
+      [ "$rep" = 1 ] && echo "$b (real model): $(grep -m1 'BLAS' "$work/stderr" || true)"
+      python3 - "$work/stdout" "$b" >> "$out" <<'PY'
+import json, re, sys
+tps = [float(v) for v in re.findall(r"tokens_per_s=([0-9.eE+-]+)", open(sys.argv[1]).read())][1:]
+print(json.dumps({"tag": "real", "build": sys.argv[2], "tokens_per_s": sum(tps) / len(tps)}))
+PY
+      tail -1 "$out" | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+print("%-6s %-10s %9.1f tokens/s" % (r["tag"], r["build"], r["tokens_per_s"]))'
+      rm -rf "$work/out"
+    done
+  done
+  sizes_run+=(real)
+fi
+python3 - "$out" "${sizes_run[@]}" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print("\nmedian over runs:")
-for size in ("tiny", "small"):
+for size in sys.argv[2:]:
     med = {b: statistics.median(r["tokens_per_s"] for r in rows if r["tag"] == size and r["build"] == b)
            for b in ("build", "build-cuda")}
-    print("%-6s Debian libtorch %9.0f tok/s | wheel libtorch %9.0f tok/s | wheel/Debian %.2fx" % (
+    print("%-6s Debian libtorch %9.1f tok/s | wheel libtorch %9.1f tok/s | wheel/Debian %.2fx" % (
         size, med["build"], med["build-cuda"], med["build-cuda"] / med["build"]))
 PY

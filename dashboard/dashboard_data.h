@@ -42,6 +42,11 @@ class DashboardData {
   // `log_lines` lines of each rank's log.
   Result<std::string> TrialDetail(const std::string& experiment, int number, int log_lines = 200);
 
+  // Changes whenever another connection commits to the database
+  // (Storage::DataVersion): Experiments() and Experiment() read nothing
+  // else, so an unchanged version means unchanged answers.
+  Result<int64_t> DataVersion() { return storage_.DataVersion(); }
+
   // {"NUMBER": TrialDetail of that trial} for every trial of `experiment`
   // (what `tune report` inlines), reading the trial list once.
   Result<std::string> AllTrialDetails(const std::string& experiment, int log_lines);

@@ -6,6 +6,8 @@
 // Reads only (DashboardData over a read-only Storage); serves no file
 // named by a request. The API's answers and the scripts are gzip-compressed
 // for a client that accepts gzip (dashboard/http_gzip.h), plain otherwise.
+// The experiments list and an experiment's document carry an ETag from the
+// database's data version; If-None-Match with it gets 304.
 #pragma once
 
 #include <atomic>

@@ -6,9 +6,9 @@
 #include <sstream>
 #include <vector>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 
+#include "trainer/rng_state.h"
 #include "tuner/core/json_integer.h"
 
 namespace tune {
@@ -39,7 +39,8 @@ std::vector<std::pair<int64_t, fs::path>> ListCheckpoints(const std::string& out
 
 Status SaveCheckpoint(const std::string& output, int64_t step, const TensorMap& weights,
                       const std::string& weights_file, torch::optim::Optimizer& optimizer,
-                      const std::map<std::string, std::string>& extra_files, int64_t keep) {
+                      const TensorMap& rng_state, const std::map<std::string, std::string>& extra_files,
+                      int64_t keep) {
   const fs::path final_dir = fs::path(output) / (kPrefix + std::to_string(step));
   const fs::path tmp = fs::path(output) / (kPrefix + std::to_string(step) + ".tmp");
   std::error_code ec;
@@ -52,13 +53,7 @@ Status SaveCheckpoint(const std::string& output, int64_t step, const TensorMap& 
   } catch (const c10::Error& e) {
     return Status::Internal("cannot save the optimizer state: " + std::string(e.what_without_backtrace()));
   }
-  torch::Tensor rng;
-  {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    rng = gen.get_state();
-  }
-  TUNE_RETURN_IF_ERROR(WriteSafetensors((tmp / "rng_state.safetensors").string(), {{"cpu", rng}}));
+  TUNE_RETURN_IF_ERROR(WriteSafetensors((tmp / "rng_state.safetensors").string(), rng_state));
   for (const auto& [name, text] : extra_files) {
     std::ofstream f(tmp / name);
     f << text;
@@ -78,7 +73,7 @@ Status SaveCheckpoint(const std::string& output, int64_t step, const TensorMap& 
 }
 
 Result<CheckpointContents> LoadCheckpoint(const std::string& dir, const std::string& weights_file,
-                                          torch::optim::Optimizer& optimizer, torch::Device device) {
+                                          torch::optim::Optimizer& optimizer, torch::Device device, int rank) {
   const fs::path d(dir);
   if (!fs::exists(d / kStateFile)) return Status::NotFound("no checkpoint in " + dir + " (missing " + kStateFile + ")");
   CheckpointContents out;
@@ -102,9 +97,11 @@ Result<CheckpointContents> LoadCheckpoint(const std::string& dir, const std::str
   }
   TUNE_ASSIGN_OR_RETURN(TensorMap rng, ReadSafetensors((d / "rng_state.safetensors").string()));
   if (!rng.count("cpu")) return Status::InvalidArgument(dir + ": rng_state.safetensors lacks 'cpu'");
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(rng["cpu"]);
+  const TensorMap mine = RankRngState(rng, rank);
+  if (!mine.empty()) {
+    Status restored = RestoreRngState(mine, device);
+    if (!restored.ok()) return Status::InvalidArgument(dir + "/rng_state.safetensors: " + restored.message());
+  }
   return out;
 }
 

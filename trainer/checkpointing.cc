@@ -1,25 +1,13 @@
 #include "trainer/checkpointing.h"
 
-#include <mutex>
+
+#include "trainer/rng_state.h"
 
 namespace tune {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// The state of the generator that `device`'s random ops draw from.
-torch::Tensor RngState(const torch::Device& device) {
-  at::Generator gen = at::globalContext().defaultGenerator(device);
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void SetRngState(const torch::Device& device, const torch::Tensor& state) {
-  at::Generator gen = at::globalContext().defaultGenerator(device);
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
-}
 
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   // `layer` travels as an integer: autograd passes non-tensor arguments
@@ -28,7 +16,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
                                torch::Tensor mask, at::TensorList params, int64_t layer) {
     ctx->save_for_backward({x, cos, sin, mask});
     ctx->saved_data["layer"] = layer;
-    ctx->saved_data["rng"] = RngState(x.device());
+    ctx->saved_data["rng"] = GeneratorState(x.device());
     ctx->saved_data["params"] = static_cast<int64_t>(params.size());
     torch::NoGradGuard no_grad;
     return reinterpret_cast<DecoderLayerImpl*>(layer)->forward(x, cos, sin, mask);
@@ -41,14 +29,14 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     torch::Tensor x = saved[0].detach().requires_grad_(true);
     const torch::Device device = x.device();
     // Replay the forward's random draws, then put the generator back.
-    const torch::Tensor now = RngState(device);
-    SetRngState(device, ctx->saved_data["rng"].toTensor());
+    const torch::Tensor now = GeneratorState(device);
+    SetGeneratorState(device, ctx->saved_data["rng"].toTensor());
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
       y = layer->forward(x, saved[1], saved[2], saved[3]);
     }
-    SetRngState(device, now);
+    SetGeneratorState(device, now);
     variable_list inputs{x};
     std::vector<torch::Tensor> trainable;
     for (auto& p : layer->parameters()) {

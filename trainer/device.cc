@@ -18,16 +18,18 @@ std::string DtypeName(torch::ScalarType t) {
   }
 }
 
-// Why no GPU is usable, as the end of a sentence.
+// Why no GPU is usable: a clause that ends a sentence, without parentheses
+// (the refusals put it after a colon or an "and").
 std::string NoGpuReason() {
   if (!BuiltWithCuda()) {
-    return "this lora_train is built against a libtorch without CUDA (build it with scripts/build-cuda.sh)";
+    return "this lora_train is built against a libtorch without CUDA, so it trains on the CPU only; build it "
+           "with scripts/build-cuda.sh";
   }
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (visible != nullptr) {
-    return std::string("no CUDA GPU is visible (CUDA_VISIBLE_DEVICES is '") + visible + "')";
+    return std::string("no CUDA GPU is visible with CUDA_VISIBLE_DEVICES set to '") + visible + "'";
   }
-  return "no CUDA GPU is visible (no NVIDIA driver or no GPU on this machine)";
+  return "no CUDA GPU is visible, as this machine has no NVIDIA driver or no GPU";
 }
 
 // Compute capability 8.0 (Ampere) and later have bf16 arithmetic.
@@ -127,8 +129,10 @@ Result<Placement> ResolvePlacement(const std::string& device, const std::string&
                                      "NCCL (build it with scripts/build-cuda.sh)");
     }
     if (!p.device.is_cuda()) {
-      return Status::InvalidArgument("--backend nccl: NCCL all-reduces GPU memory, but this rank trains on the "
-                                     "CPU (" + (gpus == 0 ? NoGpuReason() : "--device " + device) + ")");
+      return Status::InvalidArgument(
+          gpus == 0 ? "--backend nccl: NCCL all-reduces GPU memory, and " + NoGpuReason()
+                    : "--backend nccl: NCCL all-reduces GPU memory, but --device " + device +
+                          " puts this rank on the CPU; use --backend gloo there");
     }
     if (!gpu_per_rank) {
       return Status::InvalidArgument("--backend nccl: " + std::to_string(local_world_size) +

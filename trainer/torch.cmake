@@ -48,6 +48,7 @@ add_library(lora_core STATIC
   model.cc
   checkpoint.cc
   checkpointing.cc
+  rng_state.cc
   device.cc
   distributed.cc
   train_loop.cc

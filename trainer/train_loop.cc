@@ -11,6 +11,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/device.h"
 #include "trainer/lr_schedule.h"
+#include "trainer/rng_state.h"
 
 namespace tune {
 namespace {
@@ -140,7 +141,8 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
   std::string resume = o.resume_from;
   if (resume.empty() && o.auto_resume) resume = LatestCheckpoint(output);
   if (!resume.empty()) {
-    TUNE_ASSIGN_OR_RETURN(CheckpointContents ckpt, LoadCheckpoint(resume, hooks.weights_file, optimizer, device));
+    TUNE_ASSIGN_OR_RETURN(CheckpointContents ckpt,
+                          LoadCheckpoint(resume, hooks.weights_file, optimizer, device, dist.rank()));
     TUNE_RETURN_IF_ERROR(hooks.load_weights(ckpt.weights));
     start_step = ckpt.step;
     if (dist.is_main()) std::cerr << "lora_train: resumed from " << resume << " at step " << start_step << "\n";
@@ -159,9 +161,10 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
     line += " lr=" + Fmt(lr) + " tokens_per_s=" + Fmt(tps, 7);
     std::cout << line << std::endl;
   };
-  auto save = [&](int64_t step) -> Status {
+  auto save = [&](int64_t step) -> Status {  // on every rank: each one's RNG state goes into the checkpoint
+    TUNE_ASSIGN_OR_RETURN(TensorMap rng, GatherRngStates(dist, CaptureRngState(device)));
     if (!dist.is_main()) return Status::Ok();
-    return SaveCheckpoint(output, step, hooks.weights(), hooks.weights_file, optimizer, hooks.extra_files,
+    return SaveCheckpoint(output, step, hooks.weights(), hooks.weights_file, optimizer, rng, hooks.extra_files,
                           o.keep_checkpoints);
   };
 

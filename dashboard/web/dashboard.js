@@ -87,11 +87,21 @@
 
   // --- Data --------------------------------------------------------------
 
+  // The last tagged answer per path: asked again with If-None-Match, the
+  // server answers 304 while the database is unchanged, and the same
+  // object comes back (views skip redrawing it).
+  const tagged = new Map();
+
   async function fetchJson(path) {
-    const res = await fetch(path, { cache: 'no-store' });
+    const prev = tagged.get(path);
+    const res = await fetch(path, { cache: 'no-store', headers: prev ? { 'If-None-Match': prev.etag } : {} });
+    if (res.status === 304 && prev) return prev.body;
     let body = null;
     try { body = await res.json(); } catch (e) { body = null; }
     if (!res.ok) throw new Error((body && body.error) || (path + ': HTTP ' + res.status));
+    const etag = res.headers.get('ETag');
+    if (etag) tagged.set(path, { etag, body });
+    else tagged.delete(path);
     return body;
   }
 
@@ -415,13 +425,14 @@
     const refresh = async () => {
       const list = await getExperiments();
       if (gen !== generation) return;
-      const head = el('tr', null, ...['name', 'state', 'trials', 'completed', 'pruned', 'failed', 'running',
-        'pending', 'best', 'started', 'duration'].map((h) => el('th', { text: h })));
+      const states = FINISHED.concat(['running', 'pending']);
+      const head = el('tr', null, ...['name', 'state', 'trials'].concat(states, ['best', 'started', 'duration'])
+        .map((h) => el('th', { text: h })));
       const rows = list.map((e) => el('tr', null,
         el('td', null, el('a', { href: expHref(e.name), text: e.name })),
         el('td', { class: 'state-' + e.state, text: e.state, title: e.message }),
         el('td', { class: 'num', text: String(e.trials) }),
-        ...['completed', 'pruned', 'failed', 'running', 'pending'].map((s) => el('td', { class: 'num', text: String(e.counts[s]) })),
+        ...states.map((s) => el('td', { class: 'num', text: String(e.counts[s]) })),
         el('td', { class: 'num', text: e.best ? fmt(e.best.value) + ' (trial ' + e.best.number + ')' : '—' }),
         el('td', { text: fmtTime(e.created_at) }),
         el('td', { class: 'num', text: fmtDuration(e.run_seconds) })));
@@ -461,7 +472,7 @@
       const t0 = performance.now();
       const exp = await getExperiment(name);
       performance.measure('tune:fetch', { start: t0, end: performance.now() });
-      if (gen !== generation) return;
+      if (gen !== generation || exp === last) return;  // unchanged: nothing to redraw
       last = exp;
       const c = exp.counts;
       view.summary.textContent = exp.state + (exp.message ? ' (' + exp.message + ')' : '') + ' · ' + exp.trials +

@@ -95,6 +95,40 @@ class Tab:
         return r.get("result", {}).get("value")
 
 
+# Chromium listens on $TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket,
+# and a Unix socket's path has at most 107 bytes: with a deep checkout (the
+# tests' TMPDIR is in the build directory) Chromium aborts with "Socket path
+# too long" before it listens.
+SOCKET_TAIL = len("/org.chromium.Chromium.XXXXXX/SingletonSocket")
+SUN_PATH_MAX = 107
+
+
+def chromium_tmp(profile):
+    """Where Chromium's temporary files go: inside the profile (removed with
+    it) when the socket path fits, else a short directory in /tmp, linked
+    from the profile as "tmp" so that removing the profile finds it."""
+    tmp = os.path.join(profile, "tmp")
+    if len(tmp) + SOCKET_TAIL <= SUN_PATH_MAX:
+        os.makedirs(tmp)
+        return tmp
+    short = tempfile.mkdtemp(prefix="tune_chromium_", dir="/tmp")
+    os.symlink(short, tmp)
+    return short
+
+
+def remove_profile(profile):
+    """Removes the profile and a short temporary directory it links to.
+    Retried a few times: a Chromium helper may still be writing."""
+    tmp = os.path.join(profile, "tmp")
+    dirs = [os.path.realpath(tmp)] if os.path.islink(tmp) else []
+    for attempt in range(5):
+        for d in dirs + [profile]:
+            shutil.rmtree(d, ignore_errors=True)
+        if not any(os.path.lexists(d) for d in dirs + [profile]):
+            return
+        time.sleep(0.2)
+
+
 def start_browser(profile, size):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
@@ -103,11 +137,8 @@ def start_browser(profile, size):
             "--no-first-run", "--disable-extensions", "--disable-background-networking",
             "--disable-component-update", "--hide-scrollbars", "--remote-debugging-port=0",
             "--window-size=" + size, "--user-data-dir=" + profile, "about:blank"]
-    # Chromium's own temporary files go inside the profile, removed with it.
-    tmp = os.path.join(profile, "tmp")
-    os.makedirs(tmp)
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            env=dict(os.environ, TMPDIR=tmp))
+                            env=dict(os.environ, TMPDIR=chromium_tmp(profile)))
     port_file = os.path.join(profile, "DevToolsActivePort")
     for _ in range(300):
         if os.path.exists(port_file):
@@ -182,7 +213,7 @@ def run(steps, timeout, size):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)
                 proc.wait()
-        shutil.rmtree(profile, ignore_errors=True)
+        remove_profile(profile)
     return out
 
 

@@ -343,7 +343,7 @@ TEST_CASE("dashboard: a client that asks for gzip gets the API and scripts compr
 
 TEST_CASE("GzipCompress writes one gzip stream that zlib inflates back", "[dashboard]") {
   std::string big;
-  for (int i = 0; i < 200000; ++i) big += "{\"step\": " + std::to_string(i) + ", \"v\": " + std::to_string(i * 0.37) + "},";
+  for (int i = 0; i < 30000; ++i) big += "{\"step\": " + std::to_string(i) + ", \"v\": " + std::to_string(i * 0.37) + "},";
   for (const std::string& data : {std::string(), std::string("x"), big}) {
     for (int level : {1, 2, 9}) {
       const std::string z = tune::GzipCompress(data, level);
@@ -351,4 +351,55 @@ TEST_CASE("GzipCompress writes one gzip stream that zlib inflates back", "[dashb
       if (data.size() > 1000) CHECK(z.size() < data.size() / 3);
     }
   }
+}
+
+TEST_CASE("dashboard: the database's answers carry an entity tag: an unchanged database answers 304, a write a new one",
+          "[dashboard]") {
+  Experiment e;
+  Dashboard dash(e.db, e.dir.path / "dash.log");
+  for (const std::string path : {"/api/experiments", "/api/experiment?name=dash-api"}) {
+    INFO(path);
+    auto [head, body] = RawGet(dash.port(), path, "");
+    static const std::regex kTag("\r\nETag: (\"[^\"]+\")\r\n");
+    std::smatch m;
+    REQUIRE(std::regex_search(head, m, kTag));
+    const std::string tag = m[1];
+    CHECK(head.find("Cache-Control: no-cache\r\n") != std::string::npos);
+    // The same tag: 304, no body; also in a list and weak, with gzip asked for.
+    for (const std::string& none_match : {tag, "\"other\", " + tag, "W/" + tag}) {
+      auto [h304, b304] = RawGet(dash.port(), path, "If-None-Match: " + none_match + "\r\nAccept-Encoding: gzip\r\n");
+      INFO(h304);
+      CHECK(h304.rfind("HTTP/1.1 304", 0) == 0);
+      CHECK(b304.empty());
+    }
+    auto [h200, b200] = RawGet(dash.port(), path, "If-None-Match: \"other\"\r\n");
+    CHECK(h200.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(b200 == body);
+
+    // Another process writes: the old tag gets the new answer, with a new tag.
+    {
+      auto writer = tune::OpenSqliteStorage(e.db);
+      REQUIRE(writer.ok());
+      auto exp = (*writer)->FindExperiment("dash-api");
+      REQUIRE(exp.ok());
+      REQUIRE((*writer)->SetExperimentRunSeconds(exp->id, exp->run_seconds + 100).ok());
+    }
+    auto [h_new, b_new] = RawGet(dash.port(), path, "If-None-Match: " + tag + "\r\n");
+    INFO(h_new);
+    CHECK(h_new.rfind("HTTP/1.1 200", 0) == 0);
+    REQUIRE(std::regex_search(h_new, m, kTag));
+    CHECK(m[1] != tag);
+    json before = json::parse(body), after = json::parse(b_new);
+    const json& b = before.is_array() ? before[0] : before;
+    const json& a = after.is_array() ? after[0] : after;
+    CHECK(a["run_seconds"].get<double>() == Approx(b["run_seconds"].get<double>() + 100));
+  }
+  // A trial's document also reads its log files: never tagged.
+  auto [trial_head, trial_body] = RawGet(dash.port(), "/api/trial?experiment=dash-api&number=0", "");
+  CHECK(trial_head.find("ETag") == std::string::npos);
+  CHECK(trial_head.find("Cache-Control: no-store\r\n") != std::string::npos);
+  // Errors are not tagged either.
+  auto [missing_head, missing_body] = RawGet(dash.port(), "/api/experiment?name=none", "");
+  CHECK(missing_head.rfind("HTTP/1.1 404", 0) == 0);
+  CHECK(missing_head.find("ETag") == std::string::npos);
 }

@@ -5,6 +5,7 @@
 // the build's test-output/dashboard directory.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #include "tests/dashboard/dashboard_util.h"
@@ -50,6 +51,7 @@ struct Expected {
   int finished = 0;
   std::map<int, int> pruned;
   int hostile = 0;
+  int hostile_trial = -1;  // the first trial with the hostile value
 };
 Expected FromDb(const std::string& db, const std::string& name) {
   Output o = Sh(Tune("trials --db " + Quote(db) + " --experiment " + name + " --format json"));
@@ -59,9 +61,15 @@ Expected FromDb(const std::string& db, const std::string& name) {
     std::string state = r["state"];
     if (state == "completed" || state == "pruned" || state == "failed" || state == "stopped") ++e.finished;
     if (state == "pruned") e.pruned[r["number"].get<int>()] = r["pruned_rung"].get<int>();
-    if (r["params"]["optimizer"] == kHostile) ++e.hostile;
+    if (r["params"]["optimizer"] == kHostile && e.hostile++ == 0) e.hostile_trial = r["number"].get<int>();
   }
   return e;
+}
+
+// JS: true once the page shows trial `number` with its log.
+std::string OnTrialPage(int number) {
+  return "document.querySelector('h2').textContent.endsWith(' trial " + std::to_string(number) +
+         "') && document.querySelector('pre.log')";
 }
 
 void CheckViews(const json& v, const Expected& want) {
@@ -104,12 +112,32 @@ TEST_CASE("dashboard in Chromium: every page loads clean and draws the database"
   std::vector<std::string> steps = {
       "goto:" + dash.url(), "wait:document.querySelector('#experiments a')",
       "eval:name=document.querySelector('#experiments a').textContent",
+      // The experiments table as {column: text} for its one row.
+      "eval:row=Object.fromEntries(Array.from(document.querySelectorAll('#experiments th')).map((th, i) =>"
+      " [th.textContent, document.querySelectorAll('#experiments tbody td')[i].textContent]))",
       "shot:" + (kShots / "dashboard-experiments.png").string()};
   for (const std::string& s : ExperimentSteps(dash.url() + "#/e/dash-browser", "dashboard-experiment.png"))
     steps.push_back(s);
+  // Polls of a finished experiment: 304 from the server, nothing redrawn.
+  for (const std::string& s : std::vector<std::string>{
+           "eval:polls_before=(window.__drawn = tuneCharts.history.data, Number(document.body.dataset.loaded))",
+           "wait:Number(document.body.dataset.loaded) >= 3",
+           "eval:redrawn=tuneCharts.history.data !== window.__drawn",
+           "eval:not_modified=performance.getEntriesByType('resource').filter(r => r.name.includes('api/experiment?') "
+           "&& r.responseStatus === 304).length"})
+    steps.push_back(s);
+  // A trial with the hostile value: in its parameters and its log, as text.
+  for (const std::string& s : std::vector<std::string>{
+           "goto:" + dash.url() + "#/e/dash-browser/t/" + std::to_string(want.hostile_trial),
+           "wait:" + OnTrialPage(want.hostile_trial) + " && document.querySelector('pre.log').textContent.includes('optimizer')",
+           "eval:hostile_log=document.querySelector('pre.log').textContent",
+           "eval:hostile_param=Array.from(document.querySelectorAll('#trial-params td')).map(td => td.textContent)",
+           "eval:hostile_imgs=document.querySelectorAll('img').length"})
+    steps.push_back(s);
   for (const std::string& s : std::vector<std::string>{
            "goto:" + dash.url() + "#/e/dash-browser/t/" + std::to_string(want.pruned.begin()->first),
-           "wait:document.querySelector('pre.log') && window.tuneCharts['metric:eval_loss']",
+           // This trial's page, not the one before it (the hash changes; the page is replaced a moment later).
+           "wait:" + OnTrialPage(want.pruned.begin()->first) + " && window.tuneCharts['metric:eval_loss']",
            "eval:log=document.querySelector('pre.log').textContent",
            "eval:params=document.querySelector('#trial-params').textContent",
            "shot:" + (kShots / "dashboard-trial.png").string()})
@@ -117,6 +145,18 @@ TEST_CASE("dashboard in Chromium: every page loads clean and draws the database"
   json out = Browse(steps);
   const json& v = out["values"];
   CHECK(v["name"] == "dash-browser");
+  CHECK(v["redrawn"] == false);
+  CHECK(v["hostile_log"].get<std::string>().find("optimizer " + kHostile + "\n") != std::string::npos);
+  CHECK(std::count(v["hostile_param"].begin(), v["hostile_param"].end(), json(kHostile)) == 1);
+  CHECK(v["hostile_imgs"] == 0);
+  CHECK(v["not_modified"].get<int>() >= 3 - v["polls_before"].get<int>());
+  CHECK(v["not_modified"].get<int>() >= 1);
+  // Every state has its count (from the same database).
+  const json& row = v["row"];
+  CHECK(row["trials"] == "10");
+  CHECK(row["pruned"] == std::to_string(want.pruned.size()));
+  CHECK(row["completed"] == std::to_string(want.finished - want.pruned.size()));
+  for (const char* state : {"failed", "stopped", "running", "pending"}) CHECK(row[state] == "0");
   CheckViews(v, want);
   CHECK(v["log"].get<std::string>().rfind("synthetic_trial:", 0) == 0);
 }

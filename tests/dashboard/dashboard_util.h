@@ -25,8 +25,9 @@ using nlohmann::json;
 // A hostile choice value: it must show as text everywhere.
 inline const std::string kHostile = "<img src=x onerror=alert(1)>";
 
-// An ASHA experiment of synthetic_trial: some trials are pruned at a rung,
-// reports past max_t are stored as excluded (--steps beyond max_t).
+// An ASHA experiment of synthetic_trial: some trials are pruned at a rung.
+// The optimizer choice reaches the trial's argv, so a trial with the
+// hostile value also prints it in its log.
 inline json AshaSpec(const std::string& name, int max_trials, int sleep_ms) {
   return {
       {"name", name},
@@ -40,7 +41,8 @@ inline json AshaSpec(const std::string& name, int max_trials, int sleep_ms) {
       {"limits", {{"max_trials", max_trials}, {"max_concurrent_trials", 2}}},
       {"trial",
        {{"command",
-         {kBin + "/synthetic_trial", "--lr", "${lr}", "--lora-r", "${lora_r}", "--dropout", "0.1", "--steps", "30",
+         {kBin + "/synthetic_trial", "--lr", "${lr}", "--lora-r", "${lora_r}", "--optimizer", "${optimizer}",
+          "--dropout", "0.1", "--steps", "30",
           "--report-every", "5", "--sleep-ms", std::to_string(sleep_ms)}},
         {"workers", 1},
         {"timeout_s", 120}}},

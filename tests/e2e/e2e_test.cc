@@ -72,7 +72,7 @@ fs::path Write(const fs::path& dir, const json& spec) {
   return p;
 }
 
-TEST_CASE("tune run runs concurrent real trials; tune best reproduces the best one", "[e2e]") {
+TEST_CASE("tune run runs concurrent real trials and tune best reproduces the best one", "[e2e]") {
   TempDir dir;
   json spec = SyntheticSpec("e2e-basic", 8, 3, 30, 2);
   fs::path spec_path = Write(dir.path, spec);
@@ -494,7 +494,7 @@ TEST_CASE("a resumed ASHA experiment decides as the uninterrupted one", "[e2e]")
   CHECK(Outcomes(db_cut, "e2e-replay") == Outcomes(db_full, "e2e-replay"));
 }
 
-TEST_CASE("Ctrl-C stops trials cleanly; --resume finishes the experiment", "[e2e]") {
+TEST_CASE("Ctrl-C stops trials cleanly and --resume finishes the experiment", "[e2e]") {
   TempDir dir;
   json spec = SyntheticSpec("e2e-int", 4, 2, 40, 25);
   spec["trial"]["command"].push_back("--seed");

@@ -65,7 +65,7 @@ TEST_CASE("Bracket probabilities are Ray's softmax over rung counts", "[asha]") 
   for (int n = 0; n < 6000; ++n) CHECK(again.BracketOf(500 + n) == asha.BracketOf(500 + n));
 }
 
-TEST_CASE("Cutoff is the (1-1/rf) percentile; an empty rung passes", "[asha]") {
+TEST_CASE("Cutoff is the (1-1/rf) percentile and an empty rung passes", "[asha]") {
   AshaScheduler asha(Options(/*maximize=*/true));
   Trial a = MakeTrial(0), b = MakeTrial(1), c = MakeTrial(2), d = MakeTrial(3);
   for (Trial* t : {&a, &b, &c, &d}) asha.OnTrialAdd(*t);

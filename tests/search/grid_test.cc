@@ -41,7 +41,7 @@ TEST_CASE("GridPoints over every discrete parameter", "[grid]") {
   CHECK(bad.status().message().find("lr") != std::string::npos);
 }
 
-TEST_CASE("GridPoints: empty grid is one empty point; size limit enforced", "[grid]") {
+TEST_CASE("GridPoints: empty grid is one empty point and size limit enforced", "[grid]") {
   SearchSpace space;
   space["x"] = FloatDistribution{0, 1, false, std::nullopt};
   auto one = GridPoints(space, false);

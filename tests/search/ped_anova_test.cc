@@ -106,7 +106,7 @@ TEST_CASE("PED-ANOVA: the parameter that decides the value ranks first, either d
   CHECK(max->importances[0].importance > 0.9);
 }
 
-TEST_CASE("PED-ANOVA: unusable trials are skipped; too few is an error", "[ped_anova]") {
+TEST_CASE("PED-ANOVA: unusable trials are skipped and too few is an error", "[ped_anova]") {
   SearchSpace space = {{"a", FloatDistribution{0, 1, false, std::nullopt}}};
   History trials = {Completed(0, 1.0, {{"a", 0.1}})};
   Trial pruned = Completed(1, 0.5, {{"a", 0.2}});

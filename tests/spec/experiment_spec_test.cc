@@ -357,7 +357,7 @@ TEST_CASE("spec: grid parameters under random search are each tried at least onc
   CHECK(large.limits.max_trials == 12);
 }
 
-TEST_CASE("spec: kubernetes options are parsed; JSON-valued ones kept as JSON text", "[spec]") {
+TEST_CASE("spec: kubernetes options are parsed and JSON-valued ones kept as JSON text", "[spec]") {
   auto spec = MustParse(R"({
     "name": "k8s",
     "objective": {"metric": "eval_loss", "mode": "min"},
@@ -520,7 +520,7 @@ TEST_CASE("spec: a resume may change limits, trial, backend and storage, not the
   CHECK(added.status().message().find("exp.json: scheduler: expected nothing") == 0);
 }
 
-TEST_CASE("spec: tracking.mlflow is parsed; every key is optional", "[spec]") {
+TEST_CASE("spec: tracking.mlflow is parsed and every key is optional", "[spec]") {
   const std::string base = R"({"name": "ml", "objective": {"metric": "loss", "mode": "min"}, "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
     "trial": {"command": ["prog", "${lr}"]}, )";
   ExperimentSpec full = MustParse(base + R"("tracking": {"mlflow": {"tracking_uri": "http://127.0.0.1:5000/prefix",

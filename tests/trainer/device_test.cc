@@ -18,6 +18,7 @@
 // 4.1e-2 (bench/RESULTS.md, "GPU trials and libtorch 2.x").
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -181,7 +182,32 @@ TEST_CASE("device, dtype and backend flags: each refusal is one sentence saying 
   auto nccl = ResolvePlacement("auto", "fp32", "nccl", 0);
   REQUIRE_FALSE(nccl.ok());
   CHECK_THAT(nccl.status().message(), Catch::StartsWith("--backend nccl: "));
-  CHECK_THAT(nccl.status().message(), Catch::Contains(BuiltWithCuda() ? "CPU" : "without CUDA"));
+  CHECK_THAT(nccl.status().message(), Catch::Contains(BuiltWithCuda() ? "no CUDA GPU is visible" : "without CUDA"));
+  // Every refusal is one plain sentence: no line break, no parentheses
+  // inside parentheses.
+  for (const auto& [device, backend] : std::vector<std::pair<std::string, std::string>>{
+           {"cpu", "nccl"}, {"auto", "nccl"}, {"cuda", "auto"}, {"cuda:1", "nccl"}}) {
+    const std::string m = ResolvePlacement(device, "fp32", backend, 0).status().message();
+    INFO(m);
+    CHECK(m.find('\n') == std::string::npos);
+    int depth = 0, deepest = 0;
+    for (char c : m) {
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      deepest = std::max(deepest, depth);
+    }
+    CHECK(depth == 0);
+    CHECK(deepest <= 1);
+  }
+  if (BuiltWithCuda()) {
+    const char* saved = std::getenv("CUDA_VISIBLE_DEVICES");
+    const std::string saved_value = saved ? saved : "";
+    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    const std::string m = ResolvePlacement("cpu", "fp32", "nccl", 0).status().message();
+    if (saved) ::setenv("CUDA_VISIBLE_DEVICES", saved_value.c_str(), 1);
+    else ::unsetenv("CUDA_VISIBLE_DEVICES");
+    CHECK(m == "--backend nccl: NCCL all-reduces GPU memory, and no CUDA GPU is visible with CUDA_VISIBLE_DEVICES "
+               "set to ''");
+  }
 }
 
 // One run of lora_train with `flags`; returns its exit code, stderr in *err.

@@ -113,6 +113,7 @@ TEST_CASE("lora_train fine-tunes: loss goes down, PEFT files written", "[trainer
   // The log names the BLAS and the thread count, as prose.
   const std::string err = Slurp(dir + "/stderr");
   CHECK_THAT(err, Catch::Contains("BLAS"));
+  CHECK(err.find("cublas") == std::string::npos);  // the CUDA build maps cuBLAS: not the CPU's BLAS
   CHECK(err.find('=') == std::string::npos);
   // PEFT layout.
   auto cfg = nlohmann::json::parse(Slurp(dir + "/out/adapter_config.json"));
@@ -203,6 +204,38 @@ TEST_CASE("2 ranks with batch b equal 1 rank with batch 2b", "[trainer][run][dis
   CHECK(two[{4, "eval_loss"}] == Approx(one[{4, "eval_loss"}]).epsilon(1e-4));
   CHECK(two[{4, "train_loss"}] == Approx(one[{4, "train_loss"}]).epsilon(1e-4));
   CheckSameAdapter(dir + "/one", dir + "/two", 1e-4);
+}
+
+// Runs `flags` as 2 ranks on this host; the exit status of both summed.
+int TwoRanks(const std::string& flags, const std::string& log_prefix) {
+  const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
+  return Sh(env + " RANK=1 LOCAL_RANK=1 " + Bin() + flags + " > " + log_prefix + "r1.out 2>&1 & " + env +
+            " RANK=0 LOCAL_RANK=0 " + Bin() + flags + " > " + log_prefix + "r0.out 2>&1; r0=$?; wait $!; " +
+            "r1=$?; exit $((r0 + r1))");
+}
+
+TEST_CASE("2 ranks with dropout: checkpoint + resume equals an uninterrupted run", "[trainer][run][distributed]") {
+  // Every rank draws its own dropout masks; the checkpoint keeps every
+  // rank's RNG state, so each rank resumes its own stream.
+  const testing::TempDir tmp("ddp_resume");
+  const std::string& dir = tmp.path();
+  const std::string data = WriteData(dir);
+  const std::string flags = CommonFlags(data) + " --max-steps 4 --save-every 2 --eval-every 0 --lr 1e-2" +
+                            " --batch-size 2 --lora-dropout 0.3 --dist-timeout 60";
+  const int a = TwoRanks(flags + " --output " + dir + "/a", dir + "/a.");
+  INFO(Slurp(dir + "/a.r0.out") << Slurp(dir + "/a.r1.out"));
+  REQUIRE(a == 0);
+  auto rng = ReadSafetensors(dir + "/a/checkpoint-2/rng_state.safetensors");
+  REQUIRE(rng.ok());
+  CHECK(rng->count("cpu") == 1);
+  CHECK(rng->count("rank1.cpu") == 1);
+  CHECK(rng->size() == 2);  // CPU run: no CUDA generator state
+  CHECK_FALSE(torch::equal((*rng)["cpu"], (*rng)["rank1.cpu"]));
+  const int b = TwoRanks(flags + " --output " + dir + "/b --resume-from " + dir + "/a/checkpoint-2", dir + "/b.");
+  INFO(Slurp(dir + "/b.r0.out") << Slurp(dir + "/b.r1.out"));
+  REQUIRE(b == 0);
+  CHECK_THAT(Slurp(dir + "/b.r0.out"), Catch::Contains("resumed from"));
+  CheckSameAdapter(dir + "/a", dir + "/b", 1e-6);
 }
 
 TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][distributed]") {

@@ -271,7 +271,7 @@ TEST_CASE("the same seed gives the same parameters", "[tuner]") {
   for (size_t i = 0; i < 5; ++i) CHECK(ba.launches[i].env.at("TUNE_PARAMS") == bb.launches[i].env.at("TUNE_PARAMS"));
 }
 
-TEST_CASE("points_to_evaluate are the first trials; the rest are sampled as without them", "[tuner]") {
+TEST_CASE("points_to_evaluate are the first trials and the rest are sampled as without them", "[tuner]") {
   Fixture with, without;
   ExperimentSpec spec = MakeSpec(5, 2);
   spec.search.points_to_evaluate = {{{"lr", 0.05}, {"r", int64_t{8}}}, {{"lr", 0.002}}};

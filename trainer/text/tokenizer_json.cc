@@ -386,9 +386,22 @@ Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view jso
   impl->added.Build(impl->normalizer);
 
   // id -> token table.
+  // The table has a slot for every id up to the largest, so that id is
+  // bounded: 2^22 is 16 times the largest vocabularies in use (~256K), and
+  // an id of 2^31 - 1 would ask for 64 GB.
+  constexpr int32_t kMaxTokenId = (1 << 22) - 1;
   int32_t max_id = -1;
-  for (const auto& [tok, id] : impl->model->vocab()) max_id = std::max(max_id, id);
-  for (const AddedToken& t : impl->added.tokens()) max_id = std::max(max_id, t.id);
+  std::string max_field;
+  for (const auto& [tok, id] : impl->model->vocab()) {
+    if (id > max_id) max_id = id, max_field = "model.vocab[\"" + tok + "\"]";
+  }
+  for (const AddedToken& t : impl->added.tokens()) {
+    if (t.id > max_id) max_id = t.id, max_field = "added_tokens (\"" + t.content + "\")";
+  }
+  if (max_id > kMaxTokenId) {
+    return p.Error(max_field, "expected a token id of at most " + std::to_string(kMaxTokenId) + ", got " +
+                                  std::to_string(max_id));
+  }
   impl->vocab_size = max_id + 1;
   impl->id_to_token.assign(impl->vocab_size, std::string());
   impl->id_is_added.assign(impl->vocab_size, 0);

@@ -148,6 +148,7 @@ class SqliteStorage final : public Storage {
   Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) override;
   Result<TrialTally> TallyTrials(ExperimentId e, bool maximize) override;
+  Result<int64_t> DataVersion() override;
   Result<std::vector<StoredReport>> ListReports(ExperimentId e) override;
   Result<std::vector<StoredReport>> ListTrialReports(TrialId t) override;
 
@@ -687,6 +688,16 @@ Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e)
 
 Result<std::vector<TrialRecord>> SqliteStorage::ListTrialSummaries(ExperimentId e) {
   return ReadTrialRecords(e, false);
+}
+
+Result<int64_t> SqliteStorage::DataVersion() {
+  int64_t version = 0;
+  Status st = Transact(false, [&]() -> Status {
+    version = db_->execAndGet("PRAGMA data_version").getInt64();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return version;
 }
 
 Result<TrialTally> SqliteStorage::TallyTrials(ExperimentId e, bool maximize) {

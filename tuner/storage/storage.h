@@ -145,6 +145,12 @@ class Storage {
                                 const std::string& run_id) = 0;
   // trial_number -> run id, for `target`.
   virtual Result<std::map<int, std::string>> ListTrackingRuns(ExperimentId e, const std::string& target) = 0;
+
+  // A number that changes whenever another connection commits to the
+  // database (SQLite's PRAGMA data_version): two equal answers from this
+  // storage mean nothing was written in between by anyone else. Meaningful
+  // only within one open storage.
+  virtual Result<int64_t> DataVersion() = 0;
 };
 
 // Opens (creating if needed) the SQLite database at `path`: WAL mode,
