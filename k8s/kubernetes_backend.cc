@@ -19,6 +19,7 @@
 #include "k8s/workload.h"
 #include "trial_runner/last_line.h"
 #include "trial_runner/metric_parser.h"
+#include "tuner/core/json_integer.h"
 
 namespace tune {
 namespace bp = boost::process;
@@ -115,7 +116,8 @@ std::string PodFailures(const Workload& w, const std::vector<const json*>& pods)
     if (cs.is_array() && !cs.empty()) {
       const json& t = Path(cs[0], {"state", "terminated"});
       if (t.is_object()) {
-        what += " exited with code " + std::to_string(t.value("exitCode", -1));
+        const auto code = t.contains("exitCode") ? JsonInteger<int64_t>(t["exitCode"]) : std::nullopt;
+        what += code ? " exited with code " + std::to_string(*code) : std::string(" exited");
         if (!Str(t, "reason").empty()) what += " (" + Str(t, "reason") + ")";
         if (std::string last = LastLine(Str(t, "message")); !last.empty()) what += ": \"" + last + "\"";
       }

@@ -27,7 +27,8 @@ std::vector<std::pair<int64_t, fs::path>> ListCheckpoints(const std::string& out
     const std::string name = entry.path().filename().string();
     if (name.rfind(kPrefix, 0) != 0 || !entry.is_directory()) continue;
     const std::string digits = name.substr(sizeof(kPrefix) - 1);
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    // More than 18 digits is no step lora_train wrote (and would overflow).
+    if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
     if (!fs::exists(entry.path() / kStateFile)) continue;
     out.emplace_back(std::stoll(digits), entry.path());
   }

@@ -2,12 +2,14 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/trainer/test_util.h"
+#include "trainer/checkpoint.h"
 #include "trainer/model.h"
 
 namespace tune {
@@ -139,6 +141,17 @@ TEST_CASE("LoRA config validation and adapter_config.json", "[trainer][lora]") {
     REQUIRE_FALSE(refused.ok());
     CHECK_THAT(refused.status().message(), Catch::Contains("\"r\" must be an integer, got " + bad.dump()));
   }
+}
+
+// A folder named checkpoint-<20 digits> (no step lora_train writes) is
+// skipped; it used to throw out of std::stoll and end `--resume`.
+TEST_CASE("LatestCheckpoint skips checkpoint folders whose step does not fit", "[trainer][checkpointing]") {
+  testing::TempDir dir("latest");
+  for (const char* name : {"checkpoint-3", "checkpoint-12", "checkpoint-99999999999999999999", "checkpoint-x1"}) {
+    std::filesystem::create_directories(dir.path() + "/" + name);
+    std::ofstream(dir.path() + "/" + name + "/trainer_state.json") << "{\"global_step\": 1}";
+  }
+  CHECK(std::filesystem::path(LatestCheckpoint(dir.path())).filename() == "checkpoint-12");
 }
 
 }  // namespace
