@@ -90,6 +90,20 @@ bool ContainerStarted(const json& pod) {
   return false;
 }
 
+// What a pod's log belongs to: "<uid>/<restart count of its container>" (a
+// pod made again under its name has another uid; a container restarted in
+// place, another count). The same text as kubectl's jsonpath
+// {.metadata.uid}/{.status.containerStatuses[0].restartCount}.
+std::string PodIdentity(const json& pod) {
+  std::string id = Str(Path(pod, {"metadata"}), "uid") + "/";
+  const json& cs = Path(pod, {"status", "containerStatuses"});
+  if (cs.is_array() && !cs.empty() && cs[0].is_object() && cs[0].contains("restartCount") &&
+      cs[0]["restartCount"].is_number_integer()) {
+    id += std::to_string(cs[0]["restartCount"].get<int64_t>());
+  }
+  return id;
+}
+
 // "rank 1 (pod x) exited with code 3 (Error): \"its last log line\"" for
 // each failed pod.
 std::string PodFailures(const Workload& w, const std::vector<const json*>& pods) {
@@ -130,7 +144,7 @@ struct KubernetesBackend::Attempt {
   std::optional<Clock::time_point> pending_since;
   // rank-0 log follower: the pod that speaks for the attempt
   std::string log_pod;
-  std::string log_pod_uid;      // a pod made again under the same name is another pod
+  std::string log_pod_id;       // PodIdentity: a pod made again or restarted under its name is another
   int generation = 0;           // bumped when the follower moves to another pod
   std::vector<std::string> replaced_pods;
   bool follower_started = false;
@@ -787,12 +801,12 @@ bool KubernetesBackend::RefreshOnce() {
     } else if (speaker) {
       a->awaiting_log = false;
       std::string pod = Str((*speaker)["metadata"], "name");
-      std::string uid = Str((*speaker)["metadata"], "uid");
-      if (pod != a->log_pod || uid != a->log_pod_uid) {
+      std::string id = PodIdentity(*speaker);
+      if (pod != a->log_pod || id != a->log_pod_id) {
         if (!a->log_pod.empty()) a->replaced_pods.push_back(a->log_pod);
-        StartFollowerLocked(a, pod, uid);
+        StartFollowerLocked(a, pod, id);
       } else if (a->follower_done && !was_final) {
-        StartFollowerLocked(a, pod, uid);  // its stream ended early: read on
+        StartFollowerLocked(a, pod, id);  // its stream ended early: read on
       }
     } else if (a->final && !a->follower_started) {
       a->follower_done = true;  // no pod ever started: nothing to read
@@ -813,7 +827,7 @@ bool KubernetesBackend::RefreshOnce() {
 // Rank 0's log
 
 void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod,
-                                            const std::string& uid) {
+                                            const std::string& id) {
   if (a->follower.joinable()) {
     if (a->follower_done) {
       a->follower.join();  // it ended by itself
@@ -824,11 +838,14 @@ void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, c
       retired_.push_back(std::move(a->follower));
     }
   }
-  if (!a->log_pod.empty() && (a->log_pod != pod || a->log_pod_uid != uid)) {
+  if (!a->log_pod.empty() && (a->log_pod != pod || a->log_pod_id != id)) {
     if (!a->spec.trial_dir.empty()) {
+      const bool same_pod = a->log_pod == pod && a->log_pod_id.substr(0, a->log_pod_id.find('/')) ==
+                                                     id.substr(0, id.find('/'));
       std::ofstream(a->spec.trial_dir + "/rank_0.log", std::ios::app)
-          << "--- tune: rank 0's pod " << a->log_pod << " was replaced by "
-          << (a->log_pod == pod ? "a new pod of the same name" : "pod " + pod)
+          << "--- tune: rank 0's " << (same_pod ? "container in pod " : "pod ") << a->log_pod << " was "
+          << (same_pod ? "restarted in place"
+                       : a->log_pod == pod ? "replaced by a new pod of the same name" : "replaced by pod " + pod)
           << "; the reports above are the replaced pod's, stored as excluded; the steps below count ---\n";
     }
     // The replaced pod's reports stop counting (the tuner stores them as
@@ -842,15 +859,17 @@ void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, c
   }
   ++a->generation;
   a->log_pod = pod;
-  a->log_pod_uid = uid;
+  a->log_pod_id = id;
   a->follower_started = true;
   a->follower_done = false;
   a->follower_pid = 0;
-  a->follower = std::thread([this, a, pod, uid, gen = a->generation] { FollowLogs(a, pod, uid, gen); });
+  a->follower = std::thread([this, a, pod, id, gen = a->generation] { FollowLogs(a, pod, id, gen); });
 }
 
-std::optional<std::string> KubernetesBackend::PodUid(const std::string& pod) {
-  auto r = CallApi(kubectl_, {"get", "pod/" + pod, "-o", "jsonpath={.metadata.uid}"}, "", Policy(false), &stats_);
+std::optional<std::string> KubernetesBackend::PodIdentityNow(const std::string& pod) {
+  auto r = CallApi(kubectl_,
+                   {"get", "pod/" + pod, "-o", "jsonpath={.metadata.uid}/{.status.containerStatuses[0].restartCount}"},
+                   "", Policy(false), &stats_);
   if (!r.ok()) return std::nullopt;
   if (r->ok) return r->output.out;
   if (r->failure.reason == "NotFound") return std::string();
@@ -869,7 +888,7 @@ void KubernetesBackend::StopFollower(Attempt& a) {
   if (t.joinable()) t.join();
 }
 
-void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, std::string uid, int generation) {
+void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, std::string id, int generation) {
   int64_t seen = 0;  // complete lines of this pod already handled
   auto backoff = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_backoff_initial_s * 1000 / 2));
   const auto max_backoff = std::chrono::milliseconds(static_cast<int64_t>(opts_.api_backoff_max_s * 1000));
@@ -914,18 +933,19 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
     std::vector<std::string> argv = kubectl_.Argv(args);
     if (argv[0].empty() || kubectl_.Cancelled()) break;
     bool read_whole = false;
-    // The training operator makes a replaced pod again under the same name:
-    // `kubectl logs pod/<name>` would then read the new pod's log as if it
-    // were this one's. Each pass first checks that the name is still this
-    // pod's; if not, this follower only waits (the poller starts one for
-    // the new pod), or, once the workload ended, keeps what it read.
-    std::optional<std::string> now_uid;
-    if (workload_->PodNamesReused() && !uid.empty()) now_uid = PodUid(pod);
-    if (now_uid && *now_uid != uid) {
+    // Rank 0 may run again under the same name (a pod made again by the
+    // training operator, a container restarted in place): `kubectl logs
+    // pod/<name>` would then read the new run's log as if it were this
+    // one's. Each pass first checks that the name is still this run's; if
+    // not, this follower only waits (the poller starts one for the new
+    // run), or, once the workload ended, keeps what it read.
+    std::optional<std::string> now_id;
+    if (workload_->RestartsUnderSameName() && !id.empty()) now_id = PodIdentityNow(pod);
+    if (now_id && *now_id != id) {
       if (was_final && followed_to_end) {
         read_whole = true;
       } else {
-        last_error = "pod " + pod + (now_uid->empty() ? " is gone" : " was made again (another pod of that name)");
+        last_error = "pod " + pod + (now_id->empty() ? " is gone" : " runs again (another pod or container)");
       }
     } else {
       try {

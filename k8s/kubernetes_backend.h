@@ -25,9 +25,11 @@
 //            rank_0.log, a restart marker (MetricReport::restart =
 //            "replaced pod") follows them in Poll's reports, so the tuner
 //            stores them as excluded, and the new pod reports its steps
-//            again (docs/kubernetes.md). A pod is known by its uid: the
-//            training operator makes a replaced PyTorchJob pod again under
-//            the same name. A log that cannot be read at the end is
+//            again (docs/kubernetes.md). A pod is known by its uid and its
+//            container's restart count: the training operator makes a
+//            replaced PyTorchJob pod again under the same name, and a
+//            TrainJob's container restarts in place; either counts as a
+//            replaced pod. A log that cannot be read at the end is
 //            retried; if it stays unreadable the attempt fails with that
 //            reason, never with a false one.
 //   Kill     `kubectl delete job/<n> service/<n> --cascade=foreground
@@ -132,12 +134,13 @@ class KubernetesBackend : public TrialBackend {
   void StartPollerLocked();
   void PollerLoop();
   bool RefreshOnce();  // one `kubectl get`; true if anything changed
-  // Follows rank 0's log: `pod` (of `uid`) speaks for the attempt.
-  void FollowLogs(std::shared_ptr<Attempt> a, std::string pod, std::string uid, int generation);
-  void StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod, const std::string& uid);
-  // The uid of the pod named `pod` now ("" if it is gone); nullopt if the
-  // API did not answer.
-  std::optional<std::string> PodUid(const std::string& pod);
+  // Follows rank 0's log: `pod` (its uid and restart count `id`, "<uid>/<n>")
+  // speaks for the attempt.
+  void FollowLogs(std::shared_ptr<Attempt> a, std::string pod, std::string id, int generation);
+  void StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod, const std::string& id);
+  // "<uid>/<restart count>" of the pod named `pod` now ("" if it is gone);
+  // nullopt if the API did not answer.
+  std::optional<std::string> PodIdentityNow(const std::string& pod);
   void StopFollower(Attempt& a);
   void NotifyLocked();
   std::shared_ptr<Attempt> Track(const LaunchSpec& spec, const std::string& name);

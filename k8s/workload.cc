@@ -78,7 +78,7 @@ class PyTorchJobWorkload : public Workload {
     if (type == "worker") return std::to_string(std::stoi(index) + 1);
     return "";
   }
-  bool PodNamesReused() const override { return true; }
+  bool RestartsUnderSameName() const override { return true; }
   std::string GroupVersion() const override { return "kubeflow.org/v1"; }
   std::string Plural() const override { return "pytorchjobs"; }
   std::string NotInstalled() const override {
@@ -133,6 +133,7 @@ class TrainJobWorkload : public Workload {
     return "Kubeflow Trainer is not installed: the cluster serves no trainjobs.trainer.kubeflow.org";
   }
   bool EnforceDeadline() const override { return true; }
+  bool RestartsUnderSameName() const override { return true; }
 };
 
 }  // namespace

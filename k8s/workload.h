@@ -13,7 +13,8 @@
 //   trainjob    trainer.kubeflow.org/v1alpha1 TrainJob; Kubeflow Trainer
 //               makes a JobSet whose pods carry the JobSet's labels (not
 //               ours): they are found by jobset.sigs.k8s.io/jobset-name;
-//               rank 0 = job-index 0, completion index 0. It has no
+//               rank 0 = job-index 0, completion index 0. A failed
+//               container restarts in place (restartPolicy OnFailure). It has no
 //               deadline of its own: the backend enforces trial.timeout_s.
 //
 // Internal to tune_k8s; stateless and thread-safe.
@@ -76,10 +77,12 @@ class Workload {
   // The workload has no deadline of its own (the backend enforces
   // trial.timeout_s).
   virtual bool EnforceDeadline() const { return false; }
-  // A failed pod may be replaced by a new pod of the same name (the
-  // training operator's restartPolicy ExitCode), so a pod is known by its
-  // uid, not its name.
-  virtual bool PodNamesReused() const { return false; }
+  // Rank 0 may run again under the same pod name: a PyTorchJob's pod made
+  // again by the operator (restartPolicy ExitCode), a TrainJob's container
+  // restarted in place by the kubelet (the JobSet's restartPolicy
+  // OnFailure). The backend then checks the pod's uid and restart count
+  // before each read of its log.
+  virtual bool RestartsUnderSameName() const { return false; }
 };
 
 // The workload of backend.job_kind ("job", "pytorchjob", "trainjob");

@@ -3,7 +3,7 @@
 # SmolLM2-135M-Instruct, a real pretrained Llama-architecture model.
 #
 #   scripts/check-real-model.sh [--build DIR] [--work DIR] [--threads N] [--repeats N]
-#                               [--skip-speed | --speed-only]
+#                               [--skip-speed | --speed-only] [--cpu-time]
 #
 # 1. Creates once a virtual environment with pinned torch, transformers, PEFT
 #    and gguf under ${XDG_CACHE_HOME:-~/.cache}/tune/ (PyPI's torch wheel
@@ -17,6 +17,10 @@
 #    whose adapter PEFT loads (eval losses compared), and tokens/s + peak RSS
 #    of lora_train against transformers + PEFT (2 threads, batch 4, r 8:
 #    q,v and all 7 projections on short examples, q,v on 256-token texts).
+#    With --cpu-time (and --threads 1) it compares CPU seconds per 1000
+#    trained tokens instead of wall-clock tokens/s: a measure that holds on
+#    a shared machine (the two runs of each side differ only by the extra
+#    steps, so loading and start-up cancel out).
 # Needs lora_train and tokenize built in --build (default build/). Writes
 # --work (default <cache>/real-model-work)/results.json. Exit 1 if a
 # comparison fails.
@@ -31,8 +35,8 @@ while [ $# -gt 0 ]; do
     --build) build=$(cd "$2" && pwd); shift 2 ;;
     --work) work="$2"; shift 2 ;;
     --threads|--repeats) check_args+=("$1" "$2"); shift 2 ;;
-    --skip-speed|--speed-only) check_args+=("$1"); shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --skip-speed|--speed-only|--cpu-time) check_args+=("$1"); shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "check-real-model.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -212,15 +212,20 @@ def hf_eval_loss(model, hf_tok, rows, seq_len):
 # ---------------------------------------------------------------------------
 # lora_train runs
 
-def run_with_rss(cmd, env=None):
+def run_with_usage(cmd, env=None):
+    """(exit code, stdout, stderr, resource usage of the finished child)."""
     import tempfile
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
         _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return p.returncode, out.read(), err.read(), usage.ru_maxrss / 1024.0
+        return os.waitstatus_to_exitcode(status), out.read(), err.read(), usage
+
+
+def run_with_rss(cmd, env=None):
+    rc, out, err, usage = run_with_usage(cmd, env)
+    return rc, out, err, usage.ru_maxrss / 1024.0
 
 
 def lora_train(build, args, env):
@@ -307,6 +312,47 @@ def lt_speed(build, model_dir, data, targets, steps, skip, seq_len, threads, wor
     return {"tokens_per_s": sum(later) / len(later), "windows": later, "peak_rss_mib": rss}
 
 
+def cpu_seconds(usage):
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_per_ktoken(build, model_dir, data, targets, steps, tokens, work, threads):
+    """CPU seconds (user + system) per 1000 trained tokens of each side: the
+    difference between a run of 2 * steps and one of `steps` steps, so that
+    start-up, model loading and the final evaluation cancel out. `tokens` is
+    what the extra steps train (the same on both sides: a whole epoch, or
+    full-length texts). CPU time, unlike wall time, hardly moves when other
+    processes share the machine; with one thread there is no spin-waiting in
+    it either."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = {}
+    for side in ("lora_train", "hf_peft"):
+        cpu = []
+        for n in (steps, 2 * steps):
+            if side == "lora_train":
+                out_dir = os.path.join(work, "cpu-run")
+                subprocess.run(["rm", "-rf", out_dir], check=True)
+                cmd = [os.path.join(build, "bin", "lora_train"), "--base", model_dir, "--data", data,
+                       "--eval-data", os.path.join(work, "eval.jsonl"), "--eval-max-examples", "1",
+                       "--max-steps", str(n), "--log-every", str(n), "--eval-every", "0", "--batch-size", "4",
+                       "--seq-len", "256", "--lora-r", "8", "--lora-alpha", "16", "--lora-dropout", "0.05",
+                       "--target-modules", targets, "--lr", "1e-4", "--schedule", "constant",
+                       "--threads", str(threads), "--output", out_dir, "--no-auto-resume"]
+            else:
+                cmd = [sys.executable, os.path.abspath(__file__), "hf-train", "--model", model_dir, "--data", data,
+                       "--targets", targets, "--steps", str(n), "--skip", "0", "--seq-len", "256",
+                       "--threads", str(threads)]
+            rc, _, err, usage = run_with_usage(cmd, env)
+            if rc != 0:
+                sys.exit("%s failed (%d): %s\n%s" % (side, rc, " ".join(cmd), err[-3000:]))
+            cpu.append(cpu_seconds(usage))
+        subprocess.run(["rm", "-rf", os.path.join(work, "cpu-run")], check=True)
+        out[side] = {"cpu_s_per_ktoken": 1000.0 * (cpu[1] - cpu[0]) / tokens, "cpu_s": cpu}
+    out["tokens"] = tokens
+    out["lora_train_speedup"] = out["hf_peft"]["cpu_s_per_ktoken"] / out["lora_train"]["cpu_s_per_ktoken"]
+    return out
+
+
 # ---------------------------------------------------------------------------
 # check
 
@@ -389,7 +435,28 @@ def cmd_check(args):
         del peft_model, base_model
 
     # 4. Speed.
-    if not args.skip_speed:
+    if args.cpu_time:
+        # The extra steps: one epoch of the 96 short examples (24 batches of
+        # 4, the same examples on both sides whatever their order), and 4
+        # batches of 4 texts of 256 tokens.
+        long_lengths = [len(example_ids(hf_tok, r, 256)[0]) for r in read_jsonl(os.path.join(work, "long.jsonl"))]
+        long_mean = sum(long_lengths) / len(long_lengths)
+        short_tokens = sum(len(example_ids(hf_tok, r, 256)[0]) for r in read_jsonl(os.path.join(work, "short.jsonl")))
+        workloads = [("short_qv", "short.jsonl", "q_proj,v_proj", 24, short_tokens),
+                     ("short_all7", "short.jsonl", ALL7, 24, short_tokens),
+                     ("text256_qv", "long.jsonl", "q_proj,v_proj", 4, 16 * long_mean)]
+        cpu = {}
+        for name, data, targets, steps, tokens in workloads:
+            r = cpu_per_ktoken(args.build, args.model, os.path.join(work, data), targets, steps, tokens, work,
+                               args.threads)
+            cpu[name] = r
+            print("cpu %-11s lora_train %6.2f CPU-s per 1000 tokens   transformers+PEFT %6.2f   lora_train faster by "
+                  "%.2fx" % (name, r["lora_train"]["cpu_s_per_ktoken"], r["hf_peft"]["cpu_s_per_ktoken"],
+                             r["lora_train_speedup"]), flush=True)
+        results["cpu_time"] = cpu
+        results["cpu_time_env"] = {"threads": args.threads, "torch": torch.__version__,
+                                   "mkl": torch.backends.mkl.is_available(), "loadavg_end": os.getloadavg()}
+    elif not args.skip_speed:
         workloads = [("short_qv", "short.jsonl", "q_proj,v_proj", args.short_steps, args.short_skip),
                      ("short_all7", "short.jsonl", ALL7, args.short_steps, args.short_skip),
                      ("text256_qv", "long.jsonl", "q_proj,v_proj", args.long_steps, args.long_skip)]
@@ -432,6 +499,7 @@ def main():
     k.add_argument("--threads", type=int, default=2)
     k.add_argument("--skip-speed", action="store_true")
     k.add_argument("--speed-only", action="store_true")
+    k.add_argument("--cpu-time", action="store_true")
     k.add_argument("--repeats", type=int, default=1)
     k.add_argument("--short-steps", type=int, default=16)
     k.add_argument("--short-skip", type=int, default=4)

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 namespace tune {
@@ -30,7 +31,8 @@ std::string MappedBlas() {
     if (slash == std::string::npos) continue;
     std::string path = line.substr(slash);
     std::string file = path.substr(path.rfind('/') + 1);
-    if (file.find("blas") != std::string::npos) return path;
+    // cuBLAS (the CUDA build maps it) is the GPU's BLAS, not the CPU's.
+    if (file.find("blas") != std::string::npos && file.find("cublas") == std::string::npos) return path;
   }
   return "";
 }
@@ -106,7 +108,10 @@ std::string DescribeRuntime() {
     if (const char* r = realpath(blas.c_str(), buf)) real = r;
   }
   std::string out = "BLAS: ";
-  out += real.empty() ? "no libblas mapped (libtorch's own kernels)" : real;
+  // PyPI's torch wheel links MKL into libtorch_cpu: nothing to find mapped.
+  out += !real.empty()  ? real
+         : at::hasMKL() ? "Intel MKL, linked into libtorch"
+                        : "no libblas mapped (libtorch's own kernels)";
   if (auto config = reinterpret_cast<GetConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
     std::string c = config();
     std::replace(c.begin(), c.end(), '=', ' ');  // "MAX_THREADS=64" would read as a metric

@@ -447,7 +447,11 @@ class Faults:
     pods: it fails, and the Job controller replaces it under a new name if
     backoffLimit allows. The same for a PyTorchJob's pod of RANK `index`
     (0: the master): the training operator makes it again under the same
-    name if its restartPolicy allows (ExitCode, fake_kubeflow.py). `lose_state`: each new value wipes every object
+    name if its restartPolicy allows (ExitCode, fake_kubeflow.py); and for
+    a TrainJob's pod of completion index `index`: its restartPolicy is
+    OnFailure, so the kubelet restarts the killed container in place
+    (restartCount + 1, a new log). Only a container killed so is restarted
+    in place; any other failed container fails its pod. `lose_state`: each new value wipes every object
     outside the system namespaces and kills their pods, as if the cluster
     were replaced. GET /_fake/stats answers the counts of injected faults.
     """
@@ -886,13 +890,16 @@ class Cluster:
                 env[key] = str(self.job_ports.setdefault(job["metadata"]["uid"], free_port()))
         return env
 
-    def _start_pod(self, pod, job):
+    def _start_pod(self, pod, job, restarts=0):
         c = pod["spec"]["containers"][0]
         env = self._pod_env(pod, job, c)
         # command and args are expanded against the container's whole env.
         argv = [expand_vars(a, env) for a in list(c.get("command", [])) + list(c.get("args", []))]
         md = pod["metadata"]
-        log_path = os.path.join(self.args.work_dir, "%s_%s.log" % (md["namespace"], md["name"]))
+        # A container restarted in place writes a new log (kubectl logs
+        # shows the current one).
+        log_path = os.path.join(self.args.work_dir, "%s_%s%s.log" % (md["namespace"], md["name"],
+                                                                    ".%d" % restarts if restarts else ""))
         cwd = c.get("workingDir")
         if not cwd or not os.path.isdir(cwd):
             cwd = self.args.work_dir
@@ -911,14 +918,19 @@ class Cluster:
                                              "message": str(e), "finishedAt": now_rfc3339()}}}]
                 return
         self.procs[(md["namespace"], md["name"])] = PodProcess(popen, log_path)
-        status.update(phase="Running", podIP="127.0.0.1", hostIP="127.0.0.1",
-                      startTime=now_rfc3339())
+        status.update(phase="Running", podIP="127.0.0.1", hostIP="127.0.0.1")
+        status.setdefault("startTime", now_rfc3339())
+        status["conditions"] = [cond for cond in status["conditions"]
+                                if cond["type"] not in ("Initialized", "Ready", "ContainersReady")]
         status["conditions"] += [{"type": t, "status": "True", "lastTransitionTime": now_rfc3339()}
                                  for t in ("Initialized", "Ready", "ContainersReady")]
+        last = {}
+        if restarts:
+            last = {"terminated": (status.get("containerStatuses") or [{}])[0].get("state", {}).get("terminated", {})}
         status["containerStatuses"] = [{
             "name": c["name"], "image": c["image"], "imageID": "fake://" + c["image"],
-            "ready": True, "restartCount": 0, "started": True,
-            "state": {"running": {"startedAt": now_rfc3339()}}, "lastState": {}}]
+            "ready": True, "restartCount": restarts, "started": True,
+            "state": {"running": {"startedAt": now_rfc3339()}}, "lastState": last}]
 
     # -- controller loop ------------------------------------------------------
     def lose_state(self):
@@ -965,11 +977,12 @@ class Cluster:
             pod["_replace_checked"] = True
             owner = (pod["metadata"].get("ownerReferences") or [{}])[0].get("uid")
             job = next((o for (p, n, _), o in self.objects.items()
-                        if p in ("jobs", "pytorchjobs") and o["metadata"]["uid"] == owner), None)
+                        if p in ("jobs", "pytorchjobs", "trainjobs") and o["metadata"]["uid"] == owner), None)
             if job is None or index in job.setdefault("_replaced", []):
                 continue  # only the first pod of an index is ever replaced
             if self.faults.should_replace():
                 job["_replaced"].append(index)
+                pod["_killed_by_fault"] = True
                 try:
                     os.killpg(proc.popen.pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -997,6 +1010,23 @@ class Cluster:
                     del self.procs[key]
                     continue
                 if "_exited" in pod:
+                    continue
+                if code != 0 and pod.pop("_killed_by_fault", False) and \
+                        pod["spec"].get("restartPolicy") in ("OnFailure", "Always") and \
+                        not pod["metadata"].get("deletionTimestamp"):
+                    # The kubelet restarts the killed container in place (a
+                    # TrainJob's pods: the JobSet's restartPolicy OnFailure).
+                    cs = pod["status"]["containerStatuses"][0]
+                    cs["state"] = {"terminated": {
+                        "exitCode": code if code >= 0 else 128 - code, "reason": "Error",
+                        "startedAt": cs["state"].get("running", {}).get("startedAt", now_rfc3339()),
+                        "finishedAt": now_rfc3339()}}
+                    del self.procs[key]
+                    uid = (pod["metadata"].get("ownerReferences") or [{}])[0].get("uid")
+                    owner = next((o for (p, n, _), o in self.objects.items() if o["metadata"].get("uid") == uid), pod)
+                    self._start_pod(pod, owner, cs.get("restartCount", 0) + 1)
+                    self._touch(pod)
+                    changed = True
                     continue
                 pod["_exited"] = True
                 st = pod["status"]

@@ -1,8 +1,9 @@
 // `tune run` with backend.job_kind "pytorchjob" and "trainjob" when things
 // go wrong: tune is killed and resumed (the adopted PyTorchJob or TrainJob
-// is the same attempt, a finished one is harvested from its log), the
-// training operator replaces a killed master pod, and the API server
-// answers 500. The real tune and kubectl against fake_apiserver.py playing
+// is the same attempt, a finished one is harvested from its log), rank 0 is
+// killed and runs again under its pod name (the training operator makes
+// the pod again; the kubelet restarts a TrainJob's container in place),
+// and the API server answers 500. The real tune and kubectl against fake_apiserver.py playing
 // the Kubeflow operators (tests/k8s/fake_kubeflow.py). Each test checks the
 // recorded values and states, and that nothing is left.
 #include <signal.h>
@@ -220,55 +221,65 @@ TEST_CASE("tune run --resume adopts running PyTorchJobs and TrainJobs and harves
   }
 }
 
-// As issue 22 asks for Jobs: the training operator replaces rank 0's pod
-// (killed, exit 137, under restartPolicy ExitCode, which tune renders for
-// backend.backoff_limit > 0) by a new pod of the same name; the dead pod's
-// reports are stored as excluded, the new pod speaks for the attempt, and
-// the value is its.
-TEST_CASE("tune run: a PyTorchJob master pod that the operator makes again speaks anew and the dead one's reports "
-          "are excluded",
+// As issue 22 asks for Jobs: rank 0 runs again under the same pod name,
+// and the dead run's reports are stored as excluded, the new run speaks for
+// the attempt, and the value is its. PyTorchJob: the training operator
+// makes the killed master pod (exit 137, restartPolicy ExitCode, which tune
+// renders for backend.backoff_limit > 0) again under its name. TrainJob:
+// the kubelet restarts the killed node-0 container in place (the JobSet's
+// restartPolicy OnFailure).
+TEST_CASE("tune run: rank 0 run again under its pod name speaks anew and the dead run's reports are excluded",
           "[k8s][kubeflow][faults][e2e]") {
   FakeCluster cluster(testing::KubeflowFlags());
-  const std::string name = "kf-replaced";
-  json exp = Experiment(cluster, kPyTorchJob, name, {40}, 50);  // 2 s
-  exp["backend"]["backoff_limit"] = 1;
-  // The first master pod is killed after it has run 1 s (about 4 reports).
-  cluster.SetFaults(R"({"replace_pods": {"first": 1, "after": 1.0, "index": 0}})");
-  Run r = TuneRun(cluster, exp);
-  INFO(r.out << r.err << cluster.FaultStats());
-  CHECK(r.rc == 0);
-  CHECK(json::parse(cluster.FaultStats())["pods_replaced"] == 1);
-  json trials = Trials(cluster);
-  REQUIRE(trials.size() == 1);
-  CHECK(trials[0]["state"] == "completed");
-  CHECK(trials[0]["attempts"] == 1);  // a replaced pod is not a failed attempt
-  CHECK(trials[0]["value"].get<double>() == Approx(TrueFinal(40)));
-  // The dead pod's reports are kept, excluded as "replaced pod"; then the
-  // new pod's eight reports (steps 5..40) count, each once.
-  SQLite::Database db(cluster.dir() + "/tune.db", SQLite::OPEN_READONLY);
-  SQLite::Statement q(db, "SELECT step, excluded FROM observation_logs WHERE metric = 'eval_loss' ORDER BY report_id");
-  std::vector<std::pair<int64_t, std::string>> rows;
-  while (q.executeStep()) {
-    rows.emplace_back(q.getColumn(0).getInt64(), q.getColumn(1).isNull() ? "" : q.getColumn(1).getString());
-  }
-  REQUIRE(rows.size() > 8);
-  const size_t dead = rows.size() - 8;
-  CHECK(dead < 8);  // killed before its end
-  for (size_t i = 0; i < rows.size(); ++i) {
-    INFO("report " << i);
-    if (i < dead) {
-      CHECK(rows[i].first == static_cast<int64_t>(5 * (i + 1)));
-      CHECK(rows[i].second == "replaced pod");
-    } else {
-      CHECK(rows[i].first == static_cast<int64_t>(5 * (i - dead + 1)));
-      CHECK(rows[i].second == "");
+  for (const Kind& kind : {kPyTorchJob, kTrainJob}) {
+    INFO(kind.job_kind);
+    const std::string name = "kf-replaced-" + kind.job_kind;
+    json exp = Experiment(cluster, kind, name, {60}, 50);  // 3 s
+    exp["backend"]["backoff_limit"] = 1;
+    boost::filesystem::remove(cluster.dir() + "/tune.db");
+    // The first rank-0 pod is killed after it has run 1 s (about 4 reports).
+    const int replaced_before = json::parse(cluster.FaultStats())["pods_replaced"];  // counts add up
+    cluster.SetFaults(R"({"replace_pods": {"first": 1, "after": 1.0, "index": 0}})");
+    Run r = TuneRun(cluster, exp);
+    INFO(r.out << r.err << cluster.FaultStats());
+    CHECK(r.rc == 0);
+    CHECK(json::parse(cluster.FaultStats())["pods_replaced"] == replaced_before + 1);
+    json trials = Trials(cluster);
+    REQUIRE(trials.size() == 1);
+    CHECK(trials[0]["state"] == "completed");
+    CHECK(trials[0]["attempts"] == 1);  // a replaced pod is not a failed attempt
+    CHECK(trials[0]["value"].get<double>() == Approx(TrueFinal(60)));
+    // The dead run's reports are kept, excluded as "replaced pod"; then the
+    // new run's twelve reports (steps 5..60) count, each once.
+    {
+      SQLite::Database db(cluster.dir() + "/tune.db", SQLite::OPEN_READONLY);
+      SQLite::Statement q(db,
+                          "SELECT step, excluded FROM observation_logs WHERE metric = 'eval_loss' ORDER BY report_id");
+      std::vector<std::pair<int64_t, std::string>> rows;
+      while (q.executeStep()) {
+        rows.emplace_back(q.getColumn(0).getInt64(), q.getColumn(1).isNull() ? "" : q.getColumn(1).getString());
+      }
+      REQUIRE(rows.size() > 12);
+      const size_t dead = rows.size() - 12;
+      CHECK(dead < 12);  // killed before its end
+      for (size_t i = 0; i < rows.size(); ++i) {
+        INFO("report " << i);
+        if (i < dead) {
+          CHECK(rows[i].first == static_cast<int64_t>(5 * (i + 1)));
+          CHECK(rows[i].second == "replaced pod");
+        } else {
+          CHECK(rows[i].first == static_cast<int64_t>(5 * (i - dead + 1)));
+          CHECK(rows[i].second == "");
+        }
+      }
+      CHECK(db.execAndGet("SELECT last_step FROM trials").getInt64() == 60);
     }
+    // rank_0.log says where the new run's log begins.
+    std::string log = Slurp(cluster.dir() + "/tune_runs/" + name + "/trial_0000/rank_0.log");
+    CHECK(log.find(kind.job_kind == "pytorchjob" ? "was replaced by a new pod of the same name"
+                                                 : "was restarted in place") != std::string::npos);
+    CheckNothingLeft(cluster, kind, name);
   }
-  CHECK(db.execAndGet("SELECT last_step FROM trials").getInt64() == 40);
-  // rank_0.log says where the new pod's log begins.
-  std::string log = Slurp(cluster.dir() + "/tune_runs/" + name + "/trial_0000/rank_0.log");
-  CHECK(log.find("was replaced by a new pod of the same name") != std::string::npos);
-  CheckNothingLeft(cluster, kPyTorchJob, name);
 }
 
 TEST_CASE("tune run: one HTTP 500 on create and on delete of a PyTorchJob is retried", "[k8s][kubeflow][faults][e2e]") {

@@ -113,6 +113,7 @@ TEST_CASE("lora_train fine-tunes: loss goes down, PEFT files written", "[trainer
   // The log names the BLAS and the thread count, as prose.
   const std::string err = Slurp(dir + "/stderr");
   CHECK_THAT(err, Catch::Contains("BLAS"));
+  CHECK(err.find("cublas") == std::string::npos);  // the CUDA build maps cuBLAS: not the CPU's BLAS
   CHECK(err.find('=') == std::string::npos);
   // PEFT layout.
   auto cfg = nlohmann::json::parse(Slurp(dir + "/out/adapter_config.json"));
