@@ -213,6 +213,10 @@ TEST_CASE("bad tokenizer files give errors naming the field", "[tokenizer]") {
       {"model.vocab", J(R"({"a": 4294967296})"), "model.vocab[\"a\"]: expected a token id"},
       {"added_tokens", J(R"([{"id": 2e88, "content": "x"}])"), "added_tokens[0]"},
       {"added_tokens", J(R"([{"id": 2147483648, "content": "x"}])"), "added_tokens[0]"},
+      // A string field of another type threw out of the parser (fuzzer).
+      {"model.type", 42, "a field has the wrong type"},
+      {"pre_tokenizer", J(R"({"type": "Split", "pattern": {"Regex": "x"}, "behavior": 1})"),
+       "a field has the wrong type"},
       // Ids index a dense table: one of 333333344 asked for 10 GB (fuzzer).
       {"added_tokens", J(R"([{"id": 333333344, "content": "x"}])"),
        "added_tokens (\"x\"): expected a token id of at most 4194303, got 333333344"},

@@ -334,8 +334,8 @@ void ResolveSpecialIds(const json& cfg, Tokenizer::Impl* impl) {
 
 }  // namespace
 
-Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view json_text,
-                                                            const std::string& origin) {
+static Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerDocument(std::string_view json_text,
+                                                                       const std::string& origin) {
   json j;
   try {
     j = json::parse(json_text);
@@ -412,6 +412,18 @@ Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view jso
   }
   ResolveSpecialIds(json::object(), impl.get());
   return impl;
+}
+
+// A field of the wrong JSON type that the parser reads with a default
+// (e.g. "model": {"type": 42}) throws nlohmann's type_error; it is a bad
+// file, not a crash (tokenizer_json_fuzz).
+Result<std::shared_ptr<Tokenizer::Impl>> ParseTokenizerJson(std::string_view json_text,
+                                                            const std::string& origin) {
+  try {
+    return ParseTokenizerDocument(json_text, origin);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(origin + ": a field has the wrong type: " + e.what());
+  }
 }
 
 Status ApplyTokenizerConfig(const std::string& config_path, Tokenizer::Impl* impl) {
