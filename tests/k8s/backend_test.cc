@@ -87,12 +87,7 @@ std::vector<int64_t> Steps(const std::vector<MetricReport>& reports) {
   return out;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 std::string Sel(const std::string& experiment) {
   return std::string(kExperimentLabel) + "=" + ExperimentLabelValue(experiment);

@@ -51,4 +51,7 @@ std::vector<std::string> KubeflowFlags();
 // A fresh temporary directory (mkdtemp under $TMPDIR or /tmp).
 std::string MakeTempDir(const std::string& prefix);
 
+// The whole file at `path` ("" when it cannot be read).
+std::string Slurp(const std::string& path);
+
 }  // namespace tune::testing

@@ -81,12 +81,7 @@ std::map<int64_t, double> Curve(const std::vector<MetricReport>& reports) {
   return out;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 std::string Sel(const std::string& experiment) {
   return std::string(kExperimentLabel) + "=" + ExperimentLabelValue(experiment);

@@ -30,12 +30,7 @@ namespace bp = boost::process;
 using nlohmann::json;
 using testing::FakeCluster;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 // The kind's resource and the command that runs synthetic_trial with rank 0
 // on the Master (PyTorchJob: the operator's RANK) or node 0 (TrainJob: the

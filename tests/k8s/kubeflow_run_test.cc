@@ -30,12 +30,7 @@ namespace bp = boost::process;
 using nlohmann::json;
 using testing::FakeCluster;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 // 6 s per trial, so that ASHA has time to prune.
 const std::vector<std::string> kTrialArgs = {"--steps", "60", "--report-every", "10", "--sleep-ms", "100"};

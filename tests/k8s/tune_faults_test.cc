@@ -29,12 +29,7 @@ using nlohmann::json;
 using testing::FakeCluster;
 using Clock = std::chrono::steady_clock;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 bool Exists(const std::string& path) {
   struct stat st {};

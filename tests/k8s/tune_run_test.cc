@@ -19,12 +19,7 @@ namespace bp = boost::process;
 using nlohmann::json;
 using testing::FakeCluster;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
 
 TEST_CASE("tune run with the kubernetes backend runs, prunes, retries and cleans up", "[k8s][e2e]") {
   FakeCluster cluster;
