@@ -165,8 +165,10 @@ Result<std::string> MlflowClient::Call(const char* method, const std::string& en
   std::string error_code, message = res->body.substr(0, 300);
   json j = json::parse(res->body, nullptr, false);
   if (j.is_object()) {
-    error_code = j.value("error_code", "");
-    message = j.value("message", message);
+    // Any JSON at all may come back (a proxy's error page, another server):
+    // only strings are taken, so a field of another type cannot throw.
+    if (auto it = j.find("error_code"); it != j.end() && it->is_string()) error_code = it->get<std::string>();
+    if (auto it = j.find("message"); it != j.end() && it->is_string()) message = it->get<std::string>();
   }
   const std::string text = what + ": HTTP " + std::to_string(code) + (error_code.empty() ? "" : " " + error_code) +
                            (message.empty() ? "" : ": " + message);

@@ -45,6 +45,10 @@ class MlflowSink : public TrackingSink {
   ~MlflowSink() override;
 
   void OnAttemptStarted(const Trial& t, const std::string& trial_dir) override;
+  // Nothing to send: MLflow cannot delete metric points, so a run keeps the
+  // replaced pod's points before the new pod's (tune.attempt is unchanged;
+  // the database marks them excluded).
+  void OnAttemptRestarted(const Trial&) override {}
   void OnReport(const Trial& t, const MetricReport& r) override;
   void OnTrialFinished(const Trial& t, double time) override;
   std::vector<std::string> Finish() override;

@@ -18,6 +18,9 @@ class SinkFanout : public TrackingSink {
   void OnAttemptStarted(const Trial& t, const std::string& trial_dir) override {
     for (auto& s : sinks_) s->OnAttemptStarted(t, trial_dir);
   }
+  void OnAttemptRestarted(const Trial& t) override {
+    for (auto& s : sinks_) s->OnAttemptRestarted(t);
+  }
   void OnReport(const Trial& t, const MetricReport& r) override {
     for (auto& s : sinks_) s->OnReport(t, r);
   }

@@ -103,15 +103,27 @@ void TensorBoardSink::Write(const Trial& t, Run* run, const std::string& record)
   }
 }
 
-void TensorBoardSink::OnAttemptStarted(const Trial& t, const std::string& trial_dir) {
+void TensorBoardSink::Start(const Trial& t, const std::string& dir) {
   auto run = std::make_unique<Run>();
-  std::string dir = root_.empty() ? trial_dir : RunDir(root_, t.number);
+  run->dir = dir;
   Status st = StartRun(&run->writer, dir, t, Now());
   if (!st.ok()) {
     run->broken = true;
     problems_.push_back("TensorBoard events of trial " + std::to_string(t.number) + ": " + st.message());
   }
   runs_[t.id] = std::move(run);
+}
+
+void TensorBoardSink::OnAttemptStarted(const Trial& t, const std::string& trial_dir) {
+  Start(t, root_.empty() ? trial_dir : RunDir(root_, t.number));
+}
+
+void TensorBoardSink::OnAttemptRestarted(const Trial& t) {
+  auto it = runs_.find(t.id);
+  if (it == runs_.end() || it->second->broken) return;
+  std::string dir = it->second->dir;
+  runs_.erase(it);  // closes the file before StartRun removes it
+  Start(t, dir);
 }
 
 void TensorBoardSink::OnReport(const Trial& t, const MetricReport& r) {

@@ -11,7 +11,8 @@
 //   stopped trials are STATUS_SUCCESS (they ran as asked; pruned ones were
 //   cut short by the scheduler), failed ones STATUS_FAILURE.
 // A later attempt of the same trial (a retry, or a resume after the tuner
-// was stopped) replaces the earlier attempt's file (the database no longer
+// was stopped), or a restart of the running one (rank 0's pod replaced),
+// replaces the earlier attempt's file (the database no longer
 // counts its reports; it keeps them), and each file starts with SessionLog
 // START, on which a running TensorBoard drops the points it had loaded from
 // the earlier attempt. Other files in the directory are left alone.
@@ -34,6 +35,9 @@ class TensorBoardSink : public TrackingSink {
   explicit TensorBoardSink(std::string root);
 
   void OnAttemptStarted(const Trial& t, const std::string& trial_dir) override;
+  // Starts the trial's file again (SessionLog START, session start), as for
+  // a new attempt: TensorBoard then shows only the new pod's curve.
+  void OnAttemptRestarted(const Trial& t) override;
   void OnReport(const Trial& t, const MetricReport& r) override;
   void OnTrialFinished(const Trial& t, double time) override;
   std::vector<std::string> Finish() override;
@@ -44,9 +48,10 @@ class TensorBoardSink : public TrackingSink {
  private:
   struct Run {
     TfRecordWriter writer;
+    std::string dir;
     bool broken = false;
   };
-  Run* Writer(const Trial& t);
+  void Start(const Trial& t, const std::string& dir);
   void Write(const Trial& t, Run* run, const std::string& record);
 
   std::string root_;

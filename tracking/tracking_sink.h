@@ -17,6 +17,10 @@ class TrackingSink {
   virtual ~TrackingSink() = default;
   // An attempt of `t` (t.attempt) started in `trial_dir`.
   virtual void OnAttemptStarted(const Trial& t, const std::string& trial_dir) = 0;
+  // The running attempt's reports so far no longer count (rank 0's pod was
+  // replaced; the database keeps them as excluded), and its reports start
+  // again from the new pod's first line.
+  virtual void OnAttemptRestarted(const Trial& t) = 0;
   // A report of the running attempt: every metric of the line.
   virtual void OnReport(const Trial& t, const MetricReport& r) = 0;
   // `t` reached its final state (t.state, t.value set) at `time` (Unix s).

@@ -393,6 +393,7 @@ Status Tuner::Impl::Restart(TrialId id, const MetricReport& marker) {
   TUNE_RETURN_IF_ERROR(parts.storage->ExcludeAttemptReports(id, t.attempt, marker.restart));
   t.intermediate.clear();
   t.value.reset();
+  if (parts.tracking) parts.tracking->OnAttemptRestarted(t);
   if (parts.progress) {
     parts.progress->OnMessage("trial " + std::to_string(t.number) + ": its reports so far no longer count (" +
                               marker.restart + "); the new rank 0 reports from the start");

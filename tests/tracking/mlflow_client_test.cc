@@ -156,6 +156,15 @@ TEST_CASE("mlflow: answers of the wrong shape fail the call, never the caller", 
       CHECK(history.status().code() == StatusCode::kUnavailable);
     }
   }
+  // An error answer whose fields are not strings is still an error answer.
+  for (int code : {404, 503}) {
+    StandIn failing(code, R"({"error_code": 5, "message": {"text": "down"}})");
+    MlflowClient client(*MlflowConnection::FromEnvironment(failing.uri()));
+    auto get = client.GetRun("r1");
+    REQUIRE_FALSE(get.ok());
+    CHECK(get.status().code() == (code == 503 ? StatusCode::kUnavailable : StatusCode::kInvalidArgument));
+    CHECK(get.status().message().find("HTTP " + std::to_string(code)) != std::string::npos);
+  }
   StandIn server(200, R"({"metrics": [{"key": "loss", "value": "0.5", "timestamp": "17", "step": 3}]})");
   MlflowClient client(*MlflowConnection::FromEnvironment(server.uri()));
   auto history = client.GetMetricHistory("r1", "loss");

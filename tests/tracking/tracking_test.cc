@@ -12,6 +12,7 @@
 #include "tests/e2e/e2e_util.h"
 #include "tracking/crc32c.h"
 #include "tracking/proto_writer.h"
+#include "tracking/tensorboard_sink.h"
 #include "tracking/tfrecord_writer.h"
 
 namespace {
@@ -82,6 +83,52 @@ TEST_CASE("TfRecordWriter frames each record with its length and masked CRCs", "
   CHECK(st.message().find(path) != std::string::npos);
   // A directory that does not exist is named.
   CHECK_FALSE(again.Open((dir.path / "no" / "file").string()).ok());
+}
+
+// The records of a TFRecord file, framing checked.
+std::vector<std::string> ReadRecords(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> out;
+  for (size_t at = 0; at < file.size();) {
+    REQUIRE(at + 12 <= file.size());
+    uint64_t len = Le(file, at, 8);
+    REQUIRE(at + 16 + len <= file.size());
+    out.push_back(file.substr(at + 12, len));
+    at += 16 + len;
+  }
+  return out;
+}
+
+TEST_CASE("TensorBoardSink starts a trial's file again when its rank 0 restarts", "[tracking]") {
+  tune::e2e::TempDir dir;
+  TensorBoardSink sink(dir.path.string());
+  tune::Trial t;
+  t.id = 7;
+  t.number = 3;
+  t.state = tune::TrialState::kRunning;
+  sink.OnAttemptStarted(t, "");
+  auto report = [&](int64_t step, double loss) {
+    tune::MetricReport r;
+    r.step = step;
+    r.time = 1700000000.0 + static_cast<double>(step);
+    r.values["loss"] = loss;
+    sink.OnReport(t, r);
+  };
+  for (int64_t step = 1; step <= 3; ++step) report(step, 90.0 + static_cast<double>(step));
+  sink.OnAttemptRestarted(t);  // the replaced pod's three reports no longer count
+  report(1, 0.5);
+  report(2, 0.25);
+  t.state = tune::TrialState::kCompleted;
+  sink.OnTrialFinished(t, 1700000100.0);
+  CHECK(sink.Finish().empty());
+
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(TensorBoardSink::RunDir(dir.path.string(), 3))) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  // File version, SessionLog START, session start, the new pod's two
+  // scalars, session end: none of the replaced pod's scalars.
+  CHECK(ReadRecords(files[0]).size() == 6);
 }
 
 }  // namespace

@@ -68,11 +68,14 @@ class [[nodiscard]] Result {
   }
   T& value() & { Check(); return std::get<T>(v_); }
   const T& value() const& { Check(); return std::get<T>(v_); }
-  T&& value() && { Check(); return std::get<T>(std::move(v_)); }
+  // On a temporary Result the value is moved out, never referred to: a
+  // reference into the temporary would dangle (`for (auto& x : *Load())`).
+  T value() && { Check(); return std::get<T>(std::move(v_)); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T operator*() && { return std::move(*this).value(); }
 
  private:
   void Check() const {
