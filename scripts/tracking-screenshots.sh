@@ -30,9 +30,13 @@ wait_http() {  # URL, seconds
   echo "tracking-screenshots: $1 did not answer in $2 s" >&2; return 1
 }
 shot() {  # URL, output, width, height; a busy machine can stall Chromium: up to 3 tries
+  # Chromium's profile and temporary files (its singleton socket) stay in
+  # $work, which the cleanup removes.
   for _ in 1 2 3; do
     rm -f "$2"
-    timeout 120 chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars --window-size="$3,$4" \
+    rm -rf "$work/chromium" && mkdir -p "$work/chromium/tmp"
+    TMPDIR="$work/chromium/tmp" timeout 120 chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars \
+      --disable-crash-reporter --disable-breakpad --user-data-dir="$work/chromium/profile" --window-size="$3,$4" \
       --virtual-time-budget=20000 --screenshot="$2" "$1" >/dev/null 2>&1 && [ -s "$2" ] && return 0
   done
   echo "tracking-screenshots: Chromium could not take $1" >&2; return 1

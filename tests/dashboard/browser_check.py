@@ -135,7 +135,8 @@ def start_browser(profile, size):
         raise RuntimeError("chromium is not installed (scripts/install-deps.sh installs it)")
     args = [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-server",
             "--no-first-run", "--disable-extensions", "--disable-background-networking",
-            "--disable-component-update", "--hide-scrollbars", "--remote-debugging-port=0",
+            "--disable-component-update", "--disable-crash-reporter", "--disable-breakpad",
+            "--hide-scrollbars", "--remote-debugging-port=0",
             "--window-size=" + size, "--user-data-dir=" + profile, "about:blank"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                             env=dict(os.environ, TMPDIR=chromium_tmp(profile)))
@@ -162,14 +163,45 @@ def page_ws_url(port):
     raise RuntimeError("chromium shows no page target")
 
 
+def stop_browser(proc):
+    try:
+        os.killpg(proc.pid, 15)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+
+
+def open_browser(size, tries=3):
+    """Starts Chromium in a fresh profile and returns (proc, profile, page
+    websocket URL). A start that fails (on a loaded machine Chromium
+    sometimes aborts before it listens) is tried again in a new profile, up
+    to `tries` times; the last failure is raised."""
+    for attempt in range(tries):
+        profile = tempfile.mkdtemp(prefix="tune_chromium_")
+        proc = None
+        try:
+            proc, port = start_browser(profile, size)
+            return proc, profile, page_ws_url(port)
+        except Exception:
+            if proc is not None:
+                stop_browser(proc)
+            remove_profile(profile)
+            if attempt + 1 == tries:
+                raise
+
+
 def run(steps, timeout, size):
     out = {"values": {}, "console_errors": [], "dialogs": [], "error": None}
-    profile = tempfile.mkdtemp(prefix="tune_chromium_")
+    profile = None
     proc = None
     tab = None
     try:
-        proc, port = start_browser(profile, size)
-        tab = Tab(page_ws_url(port), timeout)
+        proc, profile, ws_url = open_browser(size)
+        tab = Tab(ws_url, timeout)
         for domain in ("Runtime", "Log", "Page"):
             tab.call(domain + ".enable")
         for step in steps:
@@ -204,16 +236,9 @@ def run(steps, timeout, size):
             except Exception:
                 pass
         if proc is not None:
-            try:
-                os.killpg(proc.pid, 15)
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait()
-        remove_profile(profile)
+            stop_browser(proc)
+        if profile is not None:
+            remove_profile(profile)
     return out
 
 
