@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 repeats="${1:-3}"
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep '^GPU ' > /dev/null; then
   echo "gpu-smoke: no NVIDIA GPU here (nvidia-smi is missing or lists none); run it on a machine with one" >&2
   exit 1
 fi
@@ -52,7 +52,7 @@ nvidia-smi -L | tee -a "$out"
 
 scripts/install-deps.sh
 scripts/build-cuda.sh
-objdump -p build-cuda/bin/lora_train | grep -q 'NEEDED.*libtorch_cuda' || {
+objdump -p build-cuda/bin/lora_train | grep 'NEEDED.*libtorch_cuda' > /dev/null || {
   echo "gpu-smoke: build-cuda/bin/lora_train does not link libtorch_cuda" >&2
   exit 1
 }
@@ -170,7 +170,7 @@ tune_gpu() {
   # Every trial's rank 0 says where it trained: on a GPU, not the CPU.
   find "$work/tune_runs" -name rank_0.log -exec grep -h "fine-tuning on" {} + | sed 's/.*fine-tuning on \([^:]*\):.*/\1/' | sort | uniq -c |
     tee -a "$out"
-  ! find "$work/tune_runs" -name rank_0.log -exec grep -h "fine-tuning on cpu" {} + | grep -q .
+  ! find "$work/tune_runs" -name rank_0.log -exec grep -h "fine-tuning on cpu" {} + | grep . > /dev/null
 }
 check "4. tune run with gpu 1 per trial" tune_gpu
 

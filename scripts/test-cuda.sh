@@ -9,11 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build-cuda.sh
-objdump -p build-cuda/bin/lora_train | grep -q 'NEEDED.*libtorch_cuda' || {
+objdump -p build-cuda/bin/lora_train | grep 'NEEDED.*libtorch_cuda' > /dev/null || {
   echo "test-cuda: build-cuda/bin/lora_train does not link libtorch_cuda" >&2
   exit 1
 }
-ldd build-cuda/bin/lora_train | grep -q 'libnccl' || {
+ldd build-cuda/bin/lora_train | grep 'libnccl' > /dev/null || {
   echo "test-cuda: build-cuda/bin/lora_train does not load libnccl" >&2
   exit 1
 }
