@@ -93,7 +93,11 @@ struct Experiment {
   TempDir dir;
   std::string db;
   Experiment() {
-    fs::path spec = WriteSpec(dir.path, AshaSpec("dash-api", 10, 2));
+    // One trial at a time: ASHA's decisions, and so how many trials
+    // complete (importances need 2), do not depend on the machine's load.
+    json asha = AshaSpec("dash-api", 10, 2);
+    asha["limits"]["max_concurrent_trials"] = 1;
+    fs::path spec = WriteSpec(dir.path, asha);
     db = (dir.path / "results.db").string();
     Output run = Sh(Tune("run " + Quote(spec.string()) + " --db " + Quote(db) + " --quiet"));
     INFO(run.out);
@@ -138,7 +142,8 @@ TEST_CASE("dashboard API: every document equals what the database holds, and the
   CHECK(doc["scheduler"]["milestones"] == json::parse("[[5.0, 15.0]]"));
   REQUIRE(doc["parameters"].size() == 3);
   CHECK(doc["parameters"][2]["choices"][1] == kHostile);
-  CHECK(doc["importance"]["method"] == "ped-anova");
+  INFO(doc["importance"].dump());
+  CHECK(doc["importance"].value("method", "") == "ped-anova");
 
   // Every trial row, field by field.
   SQLite::Statement trials(db,
