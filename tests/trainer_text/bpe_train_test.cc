@@ -11,12 +11,13 @@
 
 #include "trainer/text/bpe_trainer.h"
 #include "trainer/text/tokenizer.h"
+#include "tests/trainer_text/scratch.h"
 
 namespace tune::text {
 namespace {
 
 const std::string kGolden = std::string(TUNE_SOURCE_DIR) + "/tests/trainer_text/golden/";
-const std::string kTmp = std::string(TUNE_BIN_DIR) + "/../trainer_text_tmp/bpe";
+std::string Tmp() { return Scratch() + "/bpe"; }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -26,13 +27,13 @@ std::string ReadAll(const std::string& path) {
 }
 
 int Run(const std::string& args) {
-  std::string cmd = std::string(TUNE_BIN_DIR) + "/bpe_train " + args + " 2>" + kTmp + "/stderr.txt";
+  std::string cmd = std::string(TUNE_BIN_DIR) + "/bpe_train " + args + " 2>" + Tmp() + "/stderr.txt";
   return WEXITSTATUS(std::system(cmd.c_str()));
 }
 
 TEST_CASE("bpe_train reproduces the golden tokenizer.json", "[bpe_train]") {
-  REQUIRE(std::system(("mkdir -p '" + kTmp + "'").c_str()) == 0);
-  std::string out = kTmp + "/tokenizer.json";
+  REQUIRE(std::system(("mkdir -p '" + Tmp() + "'").c_str()) == 0);
+  std::string out = Tmp() + "/tokenizer.json";
   std::remove(out.c_str());
   REQUIRE(Run("--corpus " + kGolden + "corpus.txt --vocab-size 700 --out " + out +
               " --special '<|endoftext|>,<|im_start|>,<|im_end|>'") == 0);
@@ -52,12 +53,12 @@ TEST_CASE("bpe_train reproduces the golden tokenizer.json", "[bpe_train]") {
 }
 
 TEST_CASE("bpe_train usage errors", "[bpe_train]") {
-  REQUIRE(std::system(("mkdir -p '" + kTmp + "'").c_str()) == 0);
-  CHECK(Run("--corpus " + kGolden + "corpus.txt --out " + kTmp + "/x.json") == 2);
-  CHECK(Run("--corpus /nonexistent/corpus.txt --vocab-size 500 --out " + kTmp + "/x.json") == 1);
-  CHECK_THAT(ReadAll(kTmp + "/stderr.txt"), Catch::Contains("cannot open corpus"));
-  CHECK(Run("--corpus " + kGolden + "corpus.txt --vocab-size 100 --out " + kTmp + "/x.json") == 1);
-  CHECK_THAT(ReadAll(kTmp + "/stderr.txt"), Catch::Contains("256 byte symbols"));
+  REQUIRE(std::system(("mkdir -p '" + Tmp() + "'").c_str()) == 0);
+  CHECK(Run("--corpus " + kGolden + "corpus.txt --out " + Tmp() + "/x.json") == 2);
+  CHECK(Run("--corpus /nonexistent/corpus.txt --vocab-size 500 --out " + Tmp() + "/x.json") == 1);
+  CHECK_THAT(ReadAll(Tmp() + "/stderr.txt"), Catch::Contains("cannot open corpus"));
+  CHECK(Run("--corpus " + kGolden + "corpus.txt --vocab-size 100 --out " + Tmp() + "/x.json") == 1);
+  CHECK_THAT(ReadAll(Tmp() + "/stderr.txt"), Catch::Contains("256 byte symbols"));
 }
 
 TEST_CASE("BpeTrainer learns the most frequent pairs first", "[bpe_train]") {

@@ -1,6 +1,7 @@
 // JSONL and corpus loading: loss masks, truncation, malformed lines,
 // deterministic shuffle and split.
 #include "trainer/text/data.h"
+#include "tests/trainer_text/scratch.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -15,7 +16,7 @@ namespace {
 const std::string kGolden = std::string(TUNE_SOURCE_DIR) + "/tests/trainer_text/golden/";
 
 std::string TmpFile(const std::string& name, const std::string& content) {
-  std::string dir = std::string(TUNE_BIN_DIR) + "/../trainer_text_tmp/data";
+  std::string dir = Scratch() + "/data";
   REQUIRE(std::system(("mkdir -p '" + dir + "'").c_str()) == 0);
   std::string path = dir + "/" + name;
   std::ofstream(path, std::ios::binary) << content;
@@ -60,7 +61,7 @@ TEST_CASE("text examples: every token is a target, eos appended", "[data]") {
 }
 
 TEST_CASE("a Llama-2 frame (add_bos_token, add_eos_token): bos, one eos as a target", "[data]") {
-  std::string dir = std::string(TUNE_BIN_DIR) + "/../trainer_text_tmp/llama2_frame";
+  std::string dir = Scratch() + "/llama2_frame";
   REQUIRE(std::system(("mkdir -p '" + dir + "'").c_str()) == 0);
   {
     std::ifstream in(kGolden + "llama2/tokenizer.json", std::ios::binary);

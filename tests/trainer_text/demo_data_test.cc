@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "trainer/text/data.h"
+#include "tests/trainer_text/scratch.h"
 #include "trainer/text/tokenizer.h"
 
 namespace tune::text {
@@ -45,7 +46,7 @@ TEST_CASE("make-demo-data.sh builds a consistent, cached data set", "[demo_data]
     WARN("fortunes or wordnet-base not installed (scripts/install-deps.sh): not run");
     return;
   }
-  const std::string out = std::string(TUNE_BIN_DIR) + "/../trainer_text_tmp/demo";
+  const std::string out = Scratch() + "/demo";
   const std::string cmd = std::string(TUNE_SOURCE_DIR) + "/scripts/make-demo-data.sh --out " + out +
                           " --bpe-train " + TUNE_BIN_DIR + "/bpe_train --vocab-size 400 > " + out +
                           ".log 2>&1";

@@ -2,6 +2,8 @@
 // (golden/make_golden.py), decode round trips and load errors.
 #include "trainer/text/tokenizer.h"
 
+#include "tests/trainer_text/scratch.h"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -112,7 +114,7 @@ TEST_CASE("token lookups and special ids", "[tokenizer]") {
 // Writes `json` as tokenizer.json in a fresh directory and loads it.
 Result<Tokenizer> LoadText(const std::string& json, const std::string& config = "") {
   static int n = 0;
-  std::string dir = std::string(TUNE_BIN_DIR) + "/../trainer_text_tmp/tok" + std::to_string(n++);
+  std::string dir = Scratch() + "/tok" + std::to_string(n++);
   std::string cmd = "mkdir -p '" + dir + "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ofstream(dir + "/tokenizer.json") << json;

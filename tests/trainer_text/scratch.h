@@ -1,0 +1,19 @@
+// Scratch space for the trainer_text tests: one directory per test process
+// under $TMPDIR, removed when the process exits. CTest runs each test case
+// as a process of its own, several at once, so a fixed folder would be
+// written by two cases at the same time.
+#pragma once
+
+#include <string>
+
+#include "tests/e2e/e2e_util.h"
+
+namespace tune::text {
+
+inline const std::string& Scratch() {
+  static const tune::e2e::TempDir dir;
+  static const std::string path = dir.path.string();
+  return path;
+}
+
+}  // namespace tune::text
