@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace tune::e2e {
@@ -68,10 +69,16 @@ inline int CountProcesses(const std::string& needle) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     std::string pid = e.path().filename();
     if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
-    std::ifstream f(e.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    std::ifstream s(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+    // A process may end between the listing and the read, which then fails
+    // with ESRCH: read through operator<<, which turns that into "".
+    auto read = [](const fs::path& p) {
+      std::ifstream f(p);
+      std::ostringstream out;
+      out << f.rdbuf();
+      return out.str();
+    };
+    std::string cmd = read(e.path() / "cmdline");
+    std::string stat = read(e.path() / "stat");
     auto close = stat.rfind(')');
     bool zombie = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
     if (!zombie && cmd.find(needle) != std::string::npos) ++n;

@@ -102,11 +102,11 @@ std::vector<int> FakeCluster::KubectlProcesses() const {
   while (dirent* e = readdir(proc)) {
     int pid = std::atoi(e->d_name);
     if (pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Slurp: a process that ended since the listing reads as "" (an
+    // istreambuf_iterator would throw on ESRCH).
+    std::string cmdline = Slurp(std::string("/proc/") + e->d_name + "/cmdline");
     if (cmdline.find("kubectl") == std::string::npos || cmdline.find(kubeconfig_) == std::string::npos) continue;
-    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
-    std::string st((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::string st = Slurp(std::string("/proc/") + e->d_name + "/stat");
     size_t close = st.rfind(')');
     if (close != std::string::npos && close + 2 < st.size() && st[close + 2] == 'Z') continue;  // a zombie
     pids.push_back(pid);
