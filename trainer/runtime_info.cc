@@ -92,6 +92,11 @@ bool ConfigureAllocator() {
   for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
     if (std::getenv(name) != nullptr) return true;
   }
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // A sanitizer's allocator serves malloc instead of glibc's, and its
+  // mallopt accepts no setting: there is nothing to configure.
+  return true;
+#endif
   // 32 MiB is the largest threshold glibc accepts on 64-bit; setting it also
   // turns off the dynamic threshold, which otherwise only grows after a
   // mmapped block has been freed once.

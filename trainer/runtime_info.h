@@ -24,8 +24,8 @@ int ConfigureThreads(int requested);
 // frees and reallocates the same activation sizes every step; with glibc's
 // defaults each of them is page-faulted and zeroed by the kernel again (5-7%
 // of a step's CPU on the small benchmark model). Leaves malloc alone when
-// MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES is set.
-// Returns false when glibc rejected a setting (the defaults then stay in
+// MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES is set,
+// and in a sanitizer build (whose allocator replaces glibc's). Returns false when glibc rejected a setting (the defaults then stay in
 // force). Call once, early.
 bool ConfigureAllocator();
 
