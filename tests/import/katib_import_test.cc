@@ -308,7 +308,7 @@ TEST_CASE("import katib: container env, resources and every field left behind", 
   CHECK(HasNote(c, "spec.resumePolicy: not carried over"));
 }
 
-TEST_CASE("spec: backend.job_kind is recognised and only job runs today", "[import][spec]") {
+TEST_CASE("spec: backend.job_kind takes job, pytorchjob and trainjob, and refuses any other kind", "[import][spec]") {
   auto parse = [](const std::string& kind) {
     return tune::ParseExperimentSpec(
         R"({"name": "k", "objective": {"metric": "loss", "mode": "min"},
