@@ -14,9 +14,12 @@ export PATH="$PWD/build/bin:$PATH"
 scripts/make-demo-model.sh
 echo "demo: setup took $(( $(date +%s) - start )) s"
 
-# The base model's loss on the trials' eval examples, before any tuning.
+# The base model's loss on the trials' eval examples, before any tuning
+# (lora_train writes an untrained adapter into a scratch directory).
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 base=$(OMP_NUM_THREADS=2 lora_train --base models/tiny --data data/train.jsonl --eval-data data/eval.jsonl \
-         --seq-len 128 --eval-max-examples 128 --max-steps 0 --output "$(mktemp -d)" 2>/dev/null \
+         --seq-len 128 --eval-max-examples 128 --max-steps 0 --output "$scratch/base" 2>/dev/null \
        | sed -n 's/.*eval_loss=\([^ ]*\).*/\1/p' | tail -1)
 
 # --resume: a second run continues (or just reports) instead of refusing.
