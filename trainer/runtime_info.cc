@@ -96,13 +96,14 @@ bool ConfigureAllocator() {
   // A sanitizer's allocator serves malloc instead of glibc's, and its
   // mallopt accepts no setting: there is nothing to configure.
   return true;
-#endif
+#else
   // 32 MiB is the largest threshold glibc accepts on 64-bit; setting it also
   // turns off the dynamic threshold, which otherwise only grows after a
   // mmapped block has been freed once.
   const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
   const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
   return mmap_ok && trim_ok;
+#endif
 }
 
 std::string DescribeRuntime() {
