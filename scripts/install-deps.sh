@@ -19,7 +19,7 @@ for a in "$@"; do
 done
 
 pkgs=(
-  build-essential cmake pkg-config git python3
+  build-essential cmake pkg-config git python3 ccache
   libboost-dev libboost-filesystem-dev nlohmann-json3-dev libeigen3-dev
   libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2 bc time
   libpcre2-dev libutf8proc-dev libyaml-cpp-dev python3-venv
