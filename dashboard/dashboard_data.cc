@@ -11,6 +11,7 @@
 #include "schedulers/asha_scheduler.h"
 #include "search/ped_anova.h"
 #include "tuner/experiment_spec.h"
+#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {
@@ -191,7 +192,7 @@ std::optional<std::pair<std::vector<std::string>, bool>> Tail(const fs::path& pa
 
 // JSON text for the page. Invalid UTF-8 (a log line cut mid-character, a
 // binary byte) becomes U+FFFD instead of failing the whole document.
-std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string Dump(const Json& j) { return DumpJson(j); }
 
 // One trial's document: its row, every report, its log tails.
 Result<Json> TrialDoc(Storage& storage, const std::string& runs_dir, const ExperimentRecord& e,

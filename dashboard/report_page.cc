@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dashboard/assets.h"
+#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {
@@ -46,7 +47,7 @@ Result<std::string> ReportPage(DashboardData& data, const std::string& experimen
   };
   const std::string data_script =
       "<script>window.TUNE_REPORT = " +
-      ScriptSafe(doc.dump(-1, ' ', false, Json::error_handler_t::replace)) + ";</script>\n";
+      ScriptSafe(DumpJson(doc)) + ";</script>\n";
   bool ok = ReplaceOnce(page, "<script src=\"chart.min.js\"></script>", data_script + inline_script("chart.min.js")) &&
             ReplaceOnce(page, "<script src=\"dashboard.js\"></script>", inline_script("dashboard.js")) &&
             ReplaceOnce(page, "<link rel=\"stylesheet\" href=\"dashboard.css\">",

@@ -15,6 +15,7 @@
 
 #include "dashboard/assets.h"
 #include "dashboard/http_gzip.h"
+#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {
@@ -76,7 +77,7 @@ void SendJson(const httplib::Request& req, httplib::Response& res, Result<std::s
   if (!res.has_header("Cache-Control")) res.set_header("Cache-Control", "no-store");
   if (doc.ok()) return SetBody(req, res, std::move(*doc), kJsonType);
   res.status = doc.status().IsNotFound() ? 404 : 500;
-  SetBody(req, res, nlohmann::json{{"error", doc.status().message()}}.dump(), kJsonType);
+  SetBody(req, res, DumpJson(nlohmann::json{{"error", doc.status().message()}}), kJsonType);
 }
 
 // Whether an If-None-Match value ("a", "b" or *) names `etag`.
@@ -123,7 +124,7 @@ void SendTagged(const httplib::Request& req, httplib::Response& res, DashboardDa
 
 void SendBadRequest(const httplib::Request& req, httplib::Response& res, const std::string& why) {
   res.status = 400;
-  SetBody(req, res, nlohmann::json{{"error", why}}.dump(), kJsonType);
+  SetBody(req, res, DumpJson(nlohmann::json{{"error", why}}), kJsonType);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "trial_runner/last_line.h"
 #include "trial_runner/metric_parser.h"
 #include "tuner/core/json_integer.h"
+#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace bp = boost::process;
@@ -405,7 +406,7 @@ Status KubernetesBackend::Launch(const LaunchSpec& spec) {
   json list = json::parse(manifests);
   for (const json& item : list["items"]) {
     std::string ref = Str(item, "kind") == "Service" ? "service/" + name : workload_->Ref(name);
-    Status st = CreateObject(item.dump(), ref, spec);
+    Status st = CreateObject(DumpJson(item), ref, spec);
     if (!st.ok()) {
       if (Interrupted()) {
         Track(spec, name);

@@ -10,6 +10,7 @@
 
 #include "k8s/render_kubeflow.h"
 #include "k8s/render_parts.h"
+#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {
@@ -253,7 +254,7 @@ Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const La
               {"spec", job_spec}};
 
   json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array({service, job})}};
-  return list.dump(2);
+  return DumpJson(list, 2);
 }
 
 }  // namespace tune

@@ -8,6 +8,7 @@
 
 #include "k8s/render.h"
 #include "k8s/render_parts.h"
+#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {
@@ -86,7 +87,7 @@ Result<std::string> RenderPyTorchJob(const KubernetesOptions& opts, const Launch
               {"kind", "PyTorchJob"},
               {"metadata", {{"name", object_name}, {"labels", labels}, {"annotations", annotations}}},
               {"spec", {{"runPolicy", run_policy}, {"pytorchReplicaSpecs", replicas}}}};
-  return List(job).dump(2);
+  return DumpJson(List(job), 2);
 }
 
 Result<std::string> RenderTrainJob(const KubernetesOptions& opts, const LaunchSpec& spec,
@@ -127,7 +128,7 @@ Result<std::string> RenderTrainJob(const KubernetesOptions& opts, const LaunchSp
               {"kind", "TrainJob"},
               {"metadata", {{"name", object_name}, {"labels", labels}, {"annotations", annotations}}},
               {"spec", job_spec}};
-  return List(job).dump(2);
+  return DumpJson(List(job), 2);
 }
 
 }  // namespace tune

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "tuner/core/json_integer.h"
+#include "tuner/core/json_text.h"
 
 namespace tune::tracking {
 namespace {
@@ -154,7 +155,7 @@ Result<std::string> MlflowClient::Call(const char* method, const std::string& en
   if (std::string(method) == "GET") {
     httplib::Params params;
     const json query = json::parse(body);
-    for (const auto& [k, v] : query.items()) params.emplace(k, v.is_string() ? v.get<std::string>() : v.dump());
+    for (const auto& [k, v] : query.items()) params.emplace(k, v.is_string() ? v.get<std::string>() : DumpJson(v));
     res = http_->client->Get(path.c_str(), params, httplib::Headers{});
   } else {
     res = http_->client->Post(path.c_str(), body, "application/json");
@@ -192,7 +193,7 @@ Result<json> ParseBody(const Result<std::string>& body, const std::string& endpo
 }  // namespace
 
 Result<std::string> MlflowClient::GetExperimentByName(const std::string& name) {
-  TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "experiments/get-by-name", json{{"experiment_name", name}}.dump()),
+  TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "experiments/get-by-name", DumpJson(json{{"experiment_name", name}})),
                                           "experiments/get-by-name"));
   TUNE_ASSIGN_OR_RETURN(json e, Decode("experiments/get-by-name", [&] { return j.value("experiment", json::object()); }));
   TUNE_ASSIGN_OR_RETURN(std::string stage,
@@ -206,7 +207,7 @@ Result<std::string> MlflowClient::GetExperimentByName(const std::string& name) {
 }
 
 Result<std::string> MlflowClient::CreateExperiment(const std::string& name) {
-  TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "experiments/create", json{{"name", name}}.dump()),
+  TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "experiments/create", DumpJson(json{{"name", name}})),
                                           "experiments/create"));
   return Decode("experiments/create", [&] { return j.value("experiment_id", ""); });
 }
@@ -223,14 +224,14 @@ Result<std::string> MlflowClient::CreateRun(const std::string& experiment_id, co
                                             int64_t start_time_ms, const MlflowTags& tags) {
   json body = {{"experiment_id", experiment_id}, {"run_name", run_name}, {"start_time", start_time_ms},
                {"tags", KeyValues(tags)}};
-  TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "runs/create", body.dump()), "runs/create"));
+  TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "runs/create", DumpJson(body)), "runs/create"));
   TUNE_ASSIGN_OR_RETURN(MlflowRun run, Decode("runs/create", [&] { return ParseRun(j.value("run", json::object())); }));
   if (run.run_id.empty()) return Status::Unavailable("MLflow runs/create: the answer has no run id");
   return run.run_id;
 }
 
 Result<MlflowRun> MlflowClient::GetRun(const std::string& run_id) {
-  TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "runs/get", json{{"run_id", run_id}}.dump()), "runs/get"));
+  TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "runs/get", DumpJson(json{{"run_id", run_id}})), "runs/get"));
   TUNE_ASSIGN_OR_RETURN(MlflowRun run, Decode("runs/get", [&] { return ParseRun(j.value("run", json::object())); }));
   if (run.lifecycle_stage == "deleted") return Status::NotFound("MLflow run " + run_id + " is deleted");
   return run;
@@ -243,7 +244,7 @@ Result<std::vector<MlflowRun>> MlflowClient::SearchRuns(const std::string& exper
     json body = {{"experiment_ids", {experiment_id}}, {"filter", filter}, {"max_results", 1000},
                  {"run_view_type", "ACTIVE_ONLY"}};
     if (!token.empty()) body["page_token"] = token;
-    TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "runs/search", body.dump()), "runs/search"));
+    TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("POST", "runs/search", DumpJson(body)), "runs/search"));
     TUNE_ASSIGN_OR_RETURN(token, Decode("runs/search", [&] {
                             for (const json& r : j.value("runs", json::array())) out.push_back(ParseRun(r));
                             return j.value("next_page_token", "");
@@ -267,7 +268,7 @@ Status MlflowClient::LogBatch(const std::string& run_id, const std::vector<Mlflo
       body["metrics"].push_back(
           {{"key", x.key}, {"value", Number(x.value)}, {"timestamp", x.timestamp_ms}, {"step", x.step}});
     }
-    auto r = Call("POST", "runs/log-batch", body.dump());
+    auto r = Call("POST", "runs/log-batch", DumpJson(body));
     if (!r.ok()) return r.status();
   }
   return Status::Ok();
@@ -277,7 +278,7 @@ Status MlflowClient::UpdateRun(const std::string& run_id, const std::string& sta
                                std::optional<int64_t> end_time_ms) {
   json body = {{"run_id", run_id}, {"status", status}};
   if (end_time_ms) body["end_time"] = *end_time_ms;
-  auto r = Call("POST", "runs/update", body.dump());
+  auto r = Call("POST", "runs/update", DumpJson(body));
   return r.ok() ? Status::Ok() : r.status();
 }
 
@@ -287,7 +288,7 @@ Result<std::vector<MlflowMetric>> MlflowClient::GetMetricHistory(const std::stri
   do {
     json q = {{"run_id", run_id}, {"metric_key", key}, {"max_results", "25000"}};
     if (!token.empty()) q["page_token"] = token;
-    TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "metrics/get-history", q.dump()), "metrics/get-history"));
+    TUNE_ASSIGN_OR_RETURN(json j, ParseBody(Call("GET", "metrics/get-history", DumpJson(q)), "metrics/get-history"));
     TUNE_ASSIGN_OR_RETURN(token, Decode("metrics/get-history", [&] {
                             for (const json& m : j.value("metrics", json::array())) {
                               out.push_back({m.value("key", key), ReadDouble(m.value("value", json())),

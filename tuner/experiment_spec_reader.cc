@@ -5,6 +5,8 @@
 #include <cmath>
 #include <regex>
 
+#include "tuner/core/json_text.h"
+
 namespace tune {
 namespace spec_internal {
 namespace {
@@ -49,7 +51,7 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 std::string JoinPath(const std::string& path, const std::string& key) {
   std::string k = IsPlainWord(key)
                       ? key
-                      : "[" + Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + "]";
+                      : "[" + DumpJson(Json(key)) + "]";
   if (path.empty()) return k;
   return IsPlainWord(key) ? path + "." + k : path + k;
 }
@@ -59,14 +61,14 @@ std::string IndexPath(const std::string& path, size_t index) {
 }
 
 std::string Quote(const std::string& s) {
-  std::string q = Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string q = DumpJson(Json(s));
   if (q.size() <= kMaxShown) return q;
   return q.substr(0, kMaxShown - 4) + "...\"";
 }
 
 std::string Show(const Json& v) {
   if (v.is_string()) return Quote(v.get<std::string>());
-  return Cut(v.dump(-1, ' ', false, Json::error_handler_t::replace));
+  return Cut(DumpJson(v));
 }
 
 std::string OneOf(const std::vector<std::string>& words) {

@@ -10,6 +10,7 @@
 
 #include "search/ped_anova.h"
 #include "tuner/core/one_line.h"
+#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {
@@ -204,7 +205,7 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
     j["metric"] = obj.metric;
     j["mode"] = ModeName(obj.mode);
     j["params"] = ParamsJson(t.params);
-    out << j.dump(2) << "\n";
+    out << DumpJson(j, 2) << "\n";
     return Status::Ok();
   }
   std::vector<std::vector<std::string>> rows = {
@@ -286,7 +287,7 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
       j["params"] = ParamsJson(r.trial.params);
       arr.push_back(std::move(j));
     }
-    text << arr.dump(2) << "\n";
+    text << DumpJson(arr, 2) << "\n";
   } else if (format == "csv") {
     std::vector<std::string> header = {"number",    "trial_id",   "state",      "value",
                                        "last_step", "pruned_rung", "attempts",  "duration_s",
@@ -385,7 +386,7 @@ Status PrintImportance(Storage& storage, const std::string& experiment, const st
     j["importances"] = Json::array();
     for (const ParamImportance& p : result->importances)
       j["importances"].push_back({{"parameter", p.name}, {"importance", p.importance}});
-    text << j.dump(2) << "\n";
+    text << DumpJson(j, 2) << "\n";
   } else {
     text << "experiment '" << e.name << "': what sets the best " << result->top_trials << " of "
          << result->trials << " completed trials apart (" << obj.metric << ", " << ModeName(obj.mode)

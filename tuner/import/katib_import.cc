@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tuner/import/katib_yaml.h"
+#include "tuner/core/json_text.h"
 
 namespace tune {
 
@@ -466,7 +467,7 @@ Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const st
   }
   KatibImport result;
   try {
-    result.experiment_json = out.dump(2) + "\n";
+    result.experiment_json = DumpJson(out, 2) + "\n";
   } catch (const Json::exception&) {
     return Status::InvalidArgument(path + ": expected UTF-8 text, got a value that is not");
   }

@@ -1,4 +1,5 @@
 #include "tuner/import/katib_yaml.h"
+#include "tuner/core/json_text.h"
 
 #include <cctype>
 #include <cerrno>
@@ -60,7 +61,7 @@ std::string Index(const std::string& path, size_t i) { return path + "[" + std::
 std::string Quote(const std::string& s) {
   std::string cut = s.size() > 60 ? s.substr(0, 57) + "..." : s;
   // Invalid UTF-8 is replaced rather than thrown on.
-  return Json(cut).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return DumpJson(Json(cut));
 }
 
 std::string Word(const std::string& s) {

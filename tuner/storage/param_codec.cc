@@ -1,4 +1,5 @@
 #include "tuner/storage/param_codec.h"
+#include "tuner/core/json_text.h"
 
 #include <cmath>
 #include <limits>
@@ -25,7 +26,7 @@ Result<ParamMap> ParamsFromJson(const std::string& json) {
       uint64_t u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         return Status::InvalidArgument("parameter '" + name + "' is an integer beyond int64: " +
-                                       v.dump());
+                                       DumpJson(v));
       }
       params[name] = static_cast<int64_t>(u);
     } else if (v.is_number_float()) {
@@ -36,7 +37,7 @@ Result<ParamMap> ParamsFromJson(const std::string& json) {
       params[name] = v.get<std::string>();
     } else {
       return Status::InvalidArgument("parameter '" + name +
-                                     "' must be a number, boolean or string, got " + v.dump());
+                                     "' must be a number, boolean or string, got " + DumpJson(v));
     }
   }
   return params;
