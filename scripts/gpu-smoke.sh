@@ -50,7 +50,7 @@ trap 'rm -rf "$work"' EXIT
 say "gpu-smoke: $(date -u +%FT%TZ), $gpus GPU(s):"
 nvidia-smi -L | tee -a "$out"
 
-scripts/install-deps.sh
+scripts/install-deps.sh --test
 scripts/build-cuda.sh
 objdump -p build-cuda/bin/lora_train | grep 'NEEDED.*libtorch_cuda' > /dev/null || {
   echo "gpu-smoke: build-cuda/bin/lora_train does not link libtorch_cuda" >&2

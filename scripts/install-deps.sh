@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # The one installer of system packages (Debian). Idempotent: quiet and fast
 # when everything is already there.
-# Usage: scripts/install-deps.sh [--no-torch] [--bench]
+# Usage: scripts/install-deps.sh [--no-torch] [--kubectl] [--test] [--bench]
+#   (none)   what the build and the demo need (scripts/demo.sh)
+#   --test   also what only the test suite needs: headless Chromium for the
+#            dashboard's browser tests, clang with its sanitizer and
+#            libFuzzer runtimes, kubectl and Python's venv/yaml/websocket
+#            for the Kubernetes and tracking tests (scripts/test.sh)
+#   --kubectl  kubectl too (the Kubernetes backend's client; --test implies
+#            it; k8s/Dockerfile's runtime image)
 #   --bench  also the Python peers the benchmarks run side by side
 #            (python3-torch for bench/lora_ref.py, python3-optuna for
 #            bench/tpe_optuna.py and bench/asha_optuna.py); not needed by
@@ -9,10 +16,14 @@
 set -euo pipefail
 
 want_torch=1
+want_test=0
+want_kubectl=0
 want_bench=0
 for a in "$@"; do
   case "$a" in
     --no-torch) want_torch=0 ;;
+    --test) want_test=1; want_kubectl=1 ;;
+    --kubectl) want_kubectl=1 ;;
     --bench) want_bench=1 ;;
     *) echo "install-deps.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
@@ -22,14 +33,14 @@ pkgs=(
   build-essential cmake pkg-config git python3 ccache
   libboost-dev libboost-filesystem-dev nlohmann-json3-dev libeigen3-dev
   libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2 bc time
-  libpcre2-dev libutf8proc-dev libyaml-cpp-dev python3-venv
-  python3-yaml
+  libpcre2-dev libutf8proc-dev libyaml-cpp-dev
   libcpp-httplib-dev libjs-chart.js zlib1g-dev
-  # The dashboard's browser tests (headless Chromium over DevTools): about
-  # 120 MB to fetch, 410 MB installed.
-  chromium python3-websocket
-  clang libclang-rt-dev
 )
+if [ "$want_test" = 1 ]; then
+  # The dashboard's browser tests (headless Chromium over DevTools): about
+  # 120 MB to fetch, 410 MB installed. clang: the fuzzers and sanitizers.
+  pkgs+=(chromium python3-websocket clang libclang-rt-dev python3-venv python3-yaml)
+fi
 if [ "$want_torch" = 1 ]; then
   # libtorch (CPU) with Gloo; the OpenMP OpenBLAS (the pthread build fights
   # libtorch's threads); PCRE2 and utf8proc for the tokenizer; Debian text
@@ -47,7 +58,7 @@ for p in "${pkgs[@]}"; do
     missing+=("$p")
   fi
 done
-if ! command -v kubectl >/dev/null 2>&1; then
+if [ "$want_kubectl" = 1 ] && ! command -v kubectl >/dev/null 2>&1; then
   missing+=(kubernetes-client)
 fi
 

@@ -7,7 +7,7 @@
 # libtorch 2.x too. Not part of CI (.ci/run): the download is too big.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --test
 scripts/build-cuda.sh
 objdump -p build-cuda/bin/lora_train | grep 'NEEDED.*libtorch_cuda' > /dev/null || {
   echo "test-cuda: build-cuda/bin/lora_train does not link libtorch_cuda" >&2
