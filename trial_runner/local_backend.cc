@@ -21,6 +21,7 @@
 #include "trial_runner/metric_parser.h"
 #include "trial_runner/port_allocator.h"
 #include "trial_runner/process_group.h"
+#include "tuner/core/exception_text.h"
 
 extern char** environ;
 
@@ -201,10 +202,15 @@ Status LocalBackend::Launch(const LaunchSpec& spec) {
                                    std::to_string(spec.workers));
   }
   if (spec.trial_dir.empty()) return Status::InvalidArgument(who + ": no trial directory");
-  if (!spec.working_dir.empty() && !std::filesystem::is_directory(spec.working_dir)) {
-    return Status::NotFound(who + ": working directory " + spec.working_dir + " does not exist");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!monitor_error_.empty()) return Status::Internal(who + ": " + monitor_error_);
   }
   std::error_code ec;
+  if (!spec.working_dir.empty() && !std::filesystem::is_directory(spec.working_dir, ec)) {
+    return Status::NotFound(who + ": working directory " + spec.working_dir + " does not exist" +
+                            (ec ? " (" + ec.message() + ")" : ""));
+  }
   std::filesystem::create_directories(spec.trial_dir, ec);
   if (ec) {
     return Status::Internal(who + ": cannot create " + spec.trial_dir + ": " + ec.message());
@@ -308,6 +314,11 @@ Status LocalBackend::Launch(const LaunchSpec& spec) {
   request.attempt = std::move(attempt);
   {
     std::unique_lock<std::mutex> lock(mu_);
+    if (!monitor_error_.empty()) {
+      const std::string error = monitor_error_;
+      lock.unlock();
+      return cleanup(Status::Internal(who + ": " + error));
+    }
     if (shutting_down_) {
       lock.unlock();
       return cleanup(Status::FailedPrecondition(who + ": the backend is shut down"));
@@ -368,6 +379,7 @@ Result<std::vector<MetricReport>> LocalBackend::Poll(TrialId id) {
 
 Result<RunStatus> LocalBackend::State(TrialId id) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!monitor_error_.empty()) return Status::Internal(monitor_error_);
   auto it = attempts_.find(id);
   if (it == attempts_.end())
     return Status::NotFound("no local trial with id " + std::to_string(id));
@@ -382,6 +394,7 @@ Result<RunStatus> LocalBackend::State(TrialId id) {
 
 Status LocalBackend::Kill(TrialId id, std::chrono::milliseconds grace) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!monitor_error_.empty()) return Status::Internal(monitor_error_);
   auto it = attempts_.find(id);
   if (it == attempts_.end())
     return Status::NotFound("no local trial with id " + std::to_string(id));
@@ -432,12 +445,14 @@ void LocalBackend::Shutdown() {
   // supervisors' parent-death signal still takes the groups down when the
   // monitor thread exits.
   cv_.wait_for(lock, options_.shutdown_grace + std::chrono::seconds(5), [&] {
+    if (!monitor_error_.empty()) return true;  // nothing reaps them any more
     for (auto& [id, a] : attempts_) {
       if (!a->done) return false;
     }
     return true;
   });
-  if (stop_monitor_) return;  // another Shutdown() stopped the thread
+  if (monitor_joined_) return;  // another Shutdown() stopped the thread
+  monitor_joined_ = true;
   stop_monitor_ = true;
   Wake();
   lock.unlock();
@@ -587,7 +602,55 @@ void LocalBackend::MonitorLoop() {
   sigfillset(&all);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigdelset(&all, sig);
   ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  try {
+    MonitorPasses();
+  } catch (...) {
+    // MonitorPasses' lock is released by now (unwound).
+    const std::string what = CurrentExceptionText();
+    std::lock_guard<std::mutex> lock(mu_);
+    MonitorFailed(what);
+  }
+}
 
+void LocalBackend::MonitorFailed(const std::string& what) {
+  monitor_error_ = "the local backend stopped watching its trials (" + what + ")";
+  // Nothing reads their output or reaps them from now on: end them all
+  // (the supervisors' parent-death signal would too, once this thread
+  // exits), and wait a little for the supervisors to go.
+  for (auto& [id, a] : attempts_) {
+    for (const Rank& r : a->ranks) {
+      if (r.alive) KillWorkerTree(r.pid);
+    }
+  }
+  const auto until = Clock::now() + std::chrono::seconds(2);
+  for (auto& [id, a] : attempts_) {
+    for (Rank& r : a->ranks) {
+      while (r.alive) {
+        int status = 0;
+        pid_t got = ::waitpid(r.pid, &status, WNOHANG);
+        if (got == r.pid || (got < 0 && errno != EINTR)) {
+          r.alive = false;
+          CloseFd(r.pidfd);
+        } else if (Clock::now() >= until) {
+          break;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+    }
+  }
+  // Launch calls waiting for a fork.
+  for (SpawnRequest* request : spawn_queue_) {
+    request->status = Status::Internal(monitor_error_);
+    request->done = true;
+  }
+  spawn_queue_.clear();
+  stop_monitor_ = true;
+  ++event_seq_;
+  cv_.notify_all();
+}
+
+void LocalBackend::MonitorPasses() {
   struct Watch {
     Attempt* attempt;
     int rank;  // -1: rank 0's output pipe
@@ -596,10 +659,12 @@ void LocalBackend::MonitorLoop() {
   std::vector<Watch> watches;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    if (options_.monitor_pass_hook) options_.monitor_pass_hook();
     while (!spawn_queue_.empty()) {
       SpawnRequest* request = spawn_queue_.front();
-      spawn_queue_.pop_front();
       SpawnAttempt(*request);
+      // Taken off only now: if SpawnAttempt threw, MonitorFailed answers it.
+      spawn_queue_.pop_front();
       request->done = true;
       cv_.notify_all();
     }

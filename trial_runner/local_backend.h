@@ -13,6 +13,11 @@
 // deadlines, and wakes WaitForEvent through a condition variable as soon as
 // a report or an exit arrives.
 //
+// If the monitor thread fails (an exception: std::bad_alloc, say), it ends
+// every attempt's processes, and from then on Launch, Poll and State return
+// kInternal naming the error, so the tuner stops in order instead of the
+// process ending in std::terminate.
+//
 // Thread-safety: every public method may be called from any thread.
 // The process must not set SIGCHLD to SIG_IGN nor reap children it did not
 // start with waitpid(-1) (that would steal the supervisors' exit statuses).
@@ -22,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +53,10 @@ class LocalBackend : public TrialBackend {
     std::chrono::milliseconds failure_grace{5000};
     // Grace period Shutdown() gives running attempts.
     std::chrono::milliseconds shutdown_grace{5000};
+    // For tests (fault injection): called on the monitor thread, with the
+    // backend's lock held, at the start of each pass of its loop. What it
+    // throws is handled as any failure of the monitor thread.
+    std::function<void()> monitor_pass_hook;
   };
 
   LocalBackend();
@@ -68,7 +78,8 @@ class LocalBackend : public TrialBackend {
   //  kNotFound         argv[0] is not an executable;
   //  kFailedPrecondition  the trial's previous attempt still runs, or
   //                    Shutdown() was called;
-  //  kInternal         a log file, pipe or fork failed.
+  //  kInternal         a log file, pipe or fork failed, or the monitor
+  //                    thread did (see above).
   // A previous, finished attempt of the same trial is replaced; its logs
   // are appended to, after a separator line.
   Status Launch(const LaunchSpec& spec) override;
@@ -104,7 +115,9 @@ class LocalBackend : public TrialBackend {
   struct Attempt;
   struct SpawnRequest;
 
-  void MonitorLoop();
+  void MonitorLoop();    // the monitor thread: MonitorPasses, and its catch-all
+  void MonitorPasses();
+  void MonitorFailed(const std::string& what);  // monitor thread, mu_ held
   void SpawnAttempt(SpawnRequest& request);            // monitor thread
   void ReadOutput(Attempt& a, bool final_drain);       // monitor thread
   void HandleLine(Attempt& a, std::string_view line);  // monitor thread
@@ -129,6 +142,9 @@ class LocalBackend : public TrialBackend {
   uint64_t seen_event_seq_ = 0;  // event_seq_ when WaitForEvent last returned
   bool shutting_down_ = false;
   bool stop_monitor_ = false;
+  bool monitor_joined_ = false;  // a Shutdown() has claimed the join
+  // Non-empty once the monitor thread stopped on an error (see above).
+  std::string monitor_error_;
 
   std::thread monitor_;  // started last
 };

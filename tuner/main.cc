@@ -1,14 +1,17 @@
 // tune: the command line (SPEC section 1).
 //
-// Exit codes: 0 success; 1 the experiment failed; 2 usage or invalid input
-// (one sentence on stderr naming the file, the JSON path and what was
-// expected); 130 interrupted by Ctrl-C (resume with --resume).
+// Exit codes: 0 success; 1 the experiment failed, or an unexpected error
+// (one `tune: internal error: ...` sentence; an experiment it stopped is
+// left for --resume); 2 usage or invalid input (one sentence on stderr
+// naming the file, the JSON path and what was expected); 130 interrupted by
+// Ctrl-C (resume with --resume).
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -18,6 +21,7 @@
 
 #include "dashboard/dashboard_command.h"
 #include "tuner/cli_commands.h"
+#include "tuner/core/exception_text.h"
 
 namespace {
 
@@ -47,9 +51,26 @@ void InstallSignalHandlers() {
   signal(SIGXFSZ, SIG_IGN);
 }
 
-}  // namespace
+// The last resort for an exception that escaped a thread without a
+// catch-all of its own: one sentence and exit 1 instead of abort() and a
+// core dump. Trials die with the tuner (PDEATHSIG); the database is as
+// after a kill, which --resume continues.
+[[noreturn]] void OnTerminate() {
+  std::string text = "std::terminate was called without an exception";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (...) {
+      text = tune::CurrentExceptionText();
+    }
+  }
+  const std::string line = "tune: internal error: " + text + "\n";
+  ssize_t n = write(STDERR_FILENO, line.data(), line.size());
+  (void)n;
+  _exit(1);
+}
 
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"tune: hyperparameter tuning for LoRA fine-tuning (random search, TPE, ASHA; local or Kubernetes)"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
@@ -198,4 +219,19 @@ int main(int argc, char** argv) {
   if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
   if (*cleanup_cmd) return tune::CleanupCommand(cleanup, std::cout, std::cerr);
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::set_terminate(OnTerminate);
+  try {
+    return Main(argc, argv);
+  } catch (...) {
+    // A command's own errors are sentences with their exit codes; this is
+    // only what nobody expected (std::bad_alloc, a library's exception).
+    std::cout.flush();
+    std::cerr << "tune: internal error: " << tune::CurrentExceptionText() << "\n";
+    return 1;
+  }
 }

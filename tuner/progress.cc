@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "tuner/core/utf8.h"
+
 namespace tune {
 namespace {
 
@@ -25,31 +27,34 @@ std::string Duration(double s) {
 }
 
 
+// What both sinks print is UTF-8: a message quoting a trial's output may
+// hold bytes that are not, which show as U+FFFD (the database keeps them).
+void Emit(std::ostream& out, const std::string& text) { out << ValidUtf8(text) << std::flush; }
+
 // Plain lines: one per event, a summary every 10 s.
 class LogProgress : public ProgressSink {
  public:
   LogProgress(std::ostream& out, std::string metric) : out_(out), metric_(std::move(metric)) {}
-  void OnMessage(const std::string& line) override { out_ << line << "\n" << std::flush; }
+  void OnMessage(const std::string& line) override { Emit(out_, line + "\n"); }
   void OnTrialStarted(const Trial& t) override {
-    out_ << "trial " << t.number << " started" << (t.attempt ? " (attempt " + std::to_string(t.attempt + 1) + ")" : "")
-         << ": " << ParamsShort(t.params) << "\n" << std::flush;
+    Emit(out_, "trial " + std::to_string(t.number) + " started" +
+                   (t.attempt ? " (attempt " + std::to_string(t.attempt + 1) + ")" : "") + ": " +
+                   ParamsShort(t.params) + "\n");
   }
   void OnTrialReport(const Trial&, int64_t, std::optional<double>) override {}
   void OnTrialEnded(const Trial& t, const std::string& message) override {
-    out_ << "trial " << t.number << " " << TrialStateName(t.state);
-    if (t.value) out_ << ": " << metric_ << " " << Fmt(*t.value);
-    if (!t.intermediate.empty()) out_ << " at step " << t.intermediate.rbegin()->first;
-    if (!message.empty() && message != TrialStateName(t.state)) out_ << " (" << message << ")";
-    out_ << "\n" << std::flush;
+    std::string line = "trial " + std::to_string(t.number) + " " + TrialStateName(t.state);
+    if (t.value) line += ": " + metric_ + " " + Fmt(*t.value);
+    if (!t.intermediate.empty()) line += " at step " + std::to_string(t.intermediate.rbegin()->first);
+    if (!message.empty() && message != TrialStateName(t.state)) line += " (" + message + ")";
+    Emit(out_, line + "\n");
   }
   void OnTick(const History&, const ProgressCounts& c) override {
     if (c.elapsed_s - last_summary_ < 10) return;
     last_summary_ = c.elapsed_s;
-    out_ << SummaryLine(c, metric_) << "\n" << std::flush;
+    Emit(out_, SummaryLine(c, metric_) + "\n");
   }
-  void Finish(const History&, const ProgressCounts& c) override {
-    out_ << SummaryLine(c, metric_) << "\n" << std::flush;
-  }
+  void Finish(const History&, const ProgressCounts& c) override { Emit(out_, SummaryLine(c, metric_) + "\n"); }
 
  private:
   std::ostream& out_;
@@ -123,7 +128,7 @@ class TerminalProgress : public ProgressSink {
     s << SummaryLine(c, metric_) << "\n";
     ++lines;
     drawn_lines_ = lines;
-    out_ << s.str() << std::flush;
+    Emit(out_, s.str());
   }
 
   std::ostream& out_;

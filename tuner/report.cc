@@ -11,6 +11,7 @@
 #include "search/ped_anova.h"
 #include "tuner/core/one_line.h"
 #include "tuner/core/json_text.h"
+#include "tuner/core/utf8.h"
 
 namespace tune {
 namespace {
@@ -105,8 +106,12 @@ std::optional<double> Duration(const TrialRecord& r, double now) {
   return std::nullopt;
 }
 
-// Columns padded to their widest cell, separated by two spaces.
-void PrintTable(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+// Columns padded to their widest cell, separated by two spaces; UTF-8
+// (a trial's bytes that are not show as U+FFFD, as in JSON).
+void PrintTable(std::vector<std::vector<std::string>> rows, std::ostream& out) {
+  for (auto& row : rows) {
+    for (std::string& cell : row) cell = ValidUtf8(cell);
+  }
   std::vector<size_t> width;
   for (const auto& row : rows) {
     if (width.size() < row.size()) width.resize(row.size(), 0);
@@ -167,7 +172,7 @@ std::string CsvRecord(const std::vector<std::string>& fields) {
   std::string out;
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i > 0) out += ',';
-    const std::string& f = fields[i];
+    const std::string f = ValidUtf8(fields[i]);
     if (f.find_first_of(",\"\r\n") == std::string::npos) {
       out += f;
       continue;

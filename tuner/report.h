@@ -75,7 +75,7 @@ Status PrintStatus(Storage& storage, std::ostream& out);
 std::string FormatDuration(double seconds);
 
 // The fields of one CSV record, RFC 4180 quoted, joined by commas, ended by
-// CRLF.
+// CRLF; UTF-8, as the JSON outputs (ValidUtf8, tuner/core/utf8.h).
 std::string CsvRecord(const std::vector<std::string>& fields);
 
 }  // namespace tune

@@ -13,6 +13,8 @@
 
 #include "search/grid.h"
 #include "tuner/components.h"
+#include "tuner/core/exception_text.h"
+#include "tuner/core/one_line.h"
 
 namespace tune {
 namespace {
@@ -24,6 +26,9 @@ constexpr const char kAfterMaxT[] = "after max_t";
 // reports.excluded of an adopted attempt's reports stored before a resume:
 // the backend reports them again from the start of its log.
 constexpr const char kReadAgain[] = "read again on resume";
+// A stored trial message is one line of at most this many bytes (it may
+// quote what a trial printed: a metric name, its last log line).
+constexpr size_t kMaxMessageBytes = 4096;
 
 // True if `a` is a better objective value than `b` in `mode`.
 bool Better(double a, double b, Mode mode) { return mode == Mode::kMin ? a < b : a > b; }
@@ -169,6 +174,10 @@ struct Tuner::Impl {
   // Notes a trial the tuner has just killed (see `draining`).
   void Drain(TrialId id);
   Status StopAllRunning(TrialState as, const std::string& message);
+  // After an error or an exception that ends the run: kills the running
+  // trials and stores them as pending, and the experiment as stopped with
+  // `why`, so that --resume continues it. Best effort, never throws.
+  void Abandon(const Status& why);
   void NoteValue(const Trial& t);
   ProgressCounts Counts() const;
   void Tick(bool force);
@@ -451,8 +460,10 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
   return Status::Ok();
 }
 
-Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& message,
+Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& message_in,
                              std::optional<int64_t> rung) {
+  // One line, whatever the backend quoted from the trial's output.
+  const std::string message = OneLine(message_in, kMaxMessageBytes);
   Trial& t = Get(id);
   running.erase(id);
   other_metrics.erase(id);
@@ -532,7 +543,7 @@ Status Tuner::Impl::Harvest() {
     if (rs.state == RunState::kSucceeded) {
       if (Get(id).intermediate.empty()) {
         std::string printed;
-        for (const std::string& name : other_metrics[id]) printed += (printed.empty() ? "" : ", ") + name;
+        for (const std::string& name : other_metrics[id]) printed += (printed.empty() ? "" : ", ") + OneLine(name, 80);
         TUNE_RETURN_IF_ERROR(EndTrial(id, TrialState::kFailed,
                                       "exited 0 but never reported the objective metric '" +
                                           spec.objective.metric + "'; " +
@@ -628,6 +639,54 @@ Tuner::Tuner(ExperimentSpec spec, TunerParts parts, TunerOptions options)
 
 Result<RunSummary> Tuner::Run(const std::atomic<bool>* stop) {
   Impl run{spec_, parts_, options_};
+  Result<RunSummary> result = Status::Internal("the run did not start");
+  try {
+    result = RunLoop(run, stop);
+  } catch (...) {
+    result = Status::Internal("stopped by an unexpected error: " + CurrentExceptionText());
+  }
+  // Before Setup found or made the experiment there is nothing to leave
+  // resumable (and an existing experiment without --resume is not ours).
+  if (!result.ok() && run.experiment_id != 0) run.Abandon(result.status());
+  return result;
+}
+
+void Tuner::Impl::Abandon(const Status& why) {
+  const std::string reason = OneLine(why.message(), 300);
+  std::vector<TrialId> ids(running.begin(), running.end());
+  for (TrialId id : ids) {
+    try {
+      (void)parts.backend->Kill(id, options.kill_grace);
+    } catch (...) {
+    }
+    try {
+      // As after Ctrl-C: it runs again on --resume.
+      if (parts.storage->RetryTrial(id, "interrupted: tune run stopped on an error (" + reason + ")").ok()) {
+        Get(id).state = TrialState::kPending;
+        running.erase(id);
+      }
+    } catch (...) {
+    }
+  }
+  try {
+    (void)SaveRunSeconds();
+    (void)parts.storage->SetExperimentState(experiment_id, ExperimentState::kStopped,
+                                            "stopped by an error: " + reason + "; continue with tune run --resume");
+  } catch (...) {
+  }
+  try {
+    parts.backend->Shutdown();
+  } catch (...) {
+  }
+  if (parts.tracking) {
+    try {
+      (void)parts.tracking->Finish();
+    } catch (...) {
+    }
+  }
+}
+
+Result<RunSummary> Tuner::RunLoop(Impl& run, const std::atomic<bool>* stop) {
   TUNE_RETURN_IF_ERROR(parts_.backend->Preflight());
   TUNE_RETURN_IF_ERROR(run.Setup());
   {

@@ -82,11 +82,16 @@ class Tuner {
   // budget spent, max_failed_trials reached, or `*stop` set (Ctrl-C).
   // Non-OK only for infrastructure errors (database, backend preflight, an
   // existing experiment without --resume); a failed experiment is a
-  // RunSummary with outcome kFailed.
+  // RunSummary with outcome kFailed. Never throws: an exception from a part
+  // (a sink, the sampler, a library) is kInternal naming it. After an error
+  // once the experiment is in storage, its running trials are killed and
+  // stored as pending, and the experiment as stopped, so that
+  // `tune run --resume` continues it.
   Result<RunSummary> Run(const std::atomic<bool>* stop);
 
  private:
   struct Impl;
+  Result<RunSummary> RunLoop(Impl& run, const std::atomic<bool>* stop);
   ExperimentSpec spec_;
   TunerParts parts_;
   TunerOptions options_;

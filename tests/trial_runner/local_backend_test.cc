@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -726,6 +728,62 @@ TEST_CASE("many short trials in parallel all finish with their reports", "[local
   CHECK(finished == kTotal);
   REQUIRE(steps.size() == static_cast<size_t>(kTotal));
   for (const auto& [id, s] : steps) CHECK(s == std::vector<int64_t>{1, 2, 3});
+}
+
+TEST_CASE("an exception in the monitor thread ends the attempts and is an error and not std::terminate",
+          "[local_backend]") {
+  TempDir tmp;
+  std::atomic<bool> fail{false};
+  LocalBackend::Options o = SmallMachine();
+  // What std::bad_alloc or a library's exception would do there.
+  o.monitor_pass_hook = [&] {
+    if (fail) throw std::runtime_error("injected failure");
+  };
+  LocalBackend b(o);
+  const std::string dir = tmp.Sub("t0");
+  // Prints a line every 50 ms: each one wakes the monitor thread.
+  REQUIRE(b.Launch(Spec(0, dir, Sh("echo $$ > pid; while :; do echo loss=1; sleep 0.05; done"), 2)).ok());
+  WaitForFile(dir + "/pid");
+  auto running = b.State(0);
+  REQUIRE(running.ok());
+  const std::vector<pid_t> groups = Pgids(*running);
+  REQUIRE(groups.size() == 2);
+
+  fail = true;
+  // Every call that needs the monitor says so, naming the error.
+  CHECK(Eventually([&] { return !b.Poll(0).ok(); }));
+  auto polled = b.Poll(0);
+  CHECK(polled.status().code() == StatusCode::kInternal);
+  CHECK(polled.status().message() ==
+        "the local backend stopped watching its trials (std::runtime_error: injected failure)");
+  CHECK(b.State(0).status().code() == StatusCode::kInternal);
+  // Both ranks' processes are gone: nothing is left unwatched.
+  for (pid_t g : groups) CHECK(Eventually([&] { return LiveInGroup(g).empty(); }));
+  Status late = b.Launch(Spec(1, tmp.Sub("t1"), {"/bin/true"}));
+  CHECK(late.code() == StatusCode::kInternal);
+  CHECK(late.message().find("injected failure") != std::string::npos);
+  CHECK(b.Kill(0).ok());
+  b.Shutdown();  // joins the ended thread
+  b.Shutdown();
+}
+
+TEST_CASE("a line over 1 MiB is logged whole but not parsed and other bytes pass as printed", "[local_backend]") {
+  TempDir tmp;
+  LocalBackend b(SmallMachine());
+  const std::string dir = tmp.Sub("t0");
+  const size_t kMax = 1 << 20;
+  std::string printed = "loss=1 " + std::string(kMax - 7, 'x') + "\n";  // exactly 1 MiB: parsed
+  printed += "loss=2 " + std::string(kMax - 6, 'x') + "\n";             // 1 MiB + 1: not parsed
+  printed += std::string("caf\xE9 \x1B[2J") + '\0' + " loss=3\rloss=4";  // \r ends a line too
+  printed += "\nloss=5";                                                  // no newline at the end
+  { std::ofstream(dir + "/out", std::ios::binary) << printed; }
+  REQUIRE(b.Launch(Spec(0, dir, Sh("cat out"))).ok());
+  Outcome o = WaitDone(b, 0);
+  CHECK(o.status.state == RunState::kSucceeded);
+  std::vector<double> losses;
+  for (const MetricReport& r : o.reports) losses.push_back(r.values.at("loss"));
+  CHECK(losses == std::vector<double>{1, 3, 4, 5});
+  CHECK(ReadFile(dir + "/rank_0.log") == printed);
 }
 
 }  // namespace

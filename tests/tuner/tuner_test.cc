@@ -7,10 +7,12 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 
 #include "schedulers/fifo_scheduler.h"
 #include "search/random_sampler.h"
 #include "tests/tuner/fake_backend.h"
+#include "tracking/tracking_sink.h"
 
 namespace tune {
 namespace {
@@ -86,11 +88,30 @@ struct Fixture {
     return o;
   }
   Result<RunSummary> Run(const ExperimentSpec& spec, TrialBackend& backend, Scheduler& scheduler,
-                         bool resume = false, const std::atomic<bool>* stop = nullptr) {
-    TunerParts parts{storage.get(), &backend, &sampler, &scheduler, nullptr};
+                         bool resume = false, const std::atomic<bool>* stop = nullptr,
+                         tracking::TrackingSink* tracking = nullptr) {
+    TunerParts parts{storage.get(), &backend, &sampler, &scheduler, nullptr, tracking};
     Tuner tuner(spec, parts, Options(resume));
     return tuner.Run(stop);
   }
+};
+
+// A tracking sink that throws from its `throw_at`-th report, as
+// nlohmann::json's dump() did on a trial's invalid UTF-8.
+class ThrowingSink : public tracking::TrackingSink {
+ public:
+  explicit ThrowingSink(int throw_at) : throw_at_(throw_at) {}
+  void OnAttemptStarted(const Trial&, const std::string&) override {}
+  void OnAttemptRestarted(const Trial&) override {}
+  void OnReport(const Trial&, const MetricReport&) override {
+    if (++reports_ == throw_at_) throw std::runtime_error("[json.exception.type_error.316] invalid UTF-8 byte");
+  }
+  void OnTrialFinished(const Trial&, double) override {}
+  std::vector<std::string> Finish() override { return {}; }
+
+ private:
+  int throw_at_;
+  int reports_ = 0;
 };
 
 TEST_CASE("runs max_trials trials within the concurrency limit and records them", "[tuner]") {
@@ -300,6 +321,74 @@ TEST_CASE("points_to_evaluate are the first trials and the rest are sampled as w
   CHECK(a.launches.size() == 5);
   for (const LaunchSpec& l : a.launches)
     if (l.trial_number == 0) CHECK(l.env.at("TUNE_PARAM_LR") == "0.05");
+}
+
+}  // namespace
+}  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST_CASE("an exception from a part stops the run with one error and leaves the experiment for --resume",
+          "[tuner]") {
+  Fixture f;
+  FakeBackend first(LrIsLoss);
+  ThrowingSink sink(7);  // mid-way: some trials done, two running
+  ExperimentSpec spec = MakeSpec(6, 2);
+  auto s1 = f.Run(spec, first, f.fifo, false, nullptr, &sink);
+  REQUIRE(!s1.ok());
+  CHECK(s1.status().code() == StatusCode::kInternal);
+  CHECK(s1.status().message() ==
+        "stopped by an unexpected error: std::runtime_error: [json.exception.type_error.316] invalid UTF-8 byte");
+  CHECK(first.shutdown);
+  CHECK(!first.killed.empty());  // the running trials were stopped
+
+  auto exp = f.storage->FindExperiment("unit");
+  REQUIRE(exp.ok());
+  CHECK(exp->state == ExperimentState::kStopped);
+  CHECK(exp->message.find("continue with tune run --resume") != std::string::npos);
+  auto before = f.storage->ListTrialRecords(exp->id);
+  REQUIRE(before.ok());
+  int pending = 0;
+  for (const TrialRecord& r : *before) {
+    CHECK(r.trial.state != TrialState::kRunning);
+    if (r.trial.state == TrialState::kPending) {
+      ++pending;
+      CHECK(r.message.rfind("interrupted: tune run stopped on an error (", 0) == 0);
+    }
+  }
+  CHECK(pending == static_cast<int>(first.killed.size()));
+
+  FakeBackend second(LrIsLoss);
+  auto s2 = f.Run(spec, second, f.fifo, true);
+  REQUIRE(s2.ok());
+  CHECK(s2->outcome == RunOutcome::kCompleted);
+  CHECK(s2->completed == 6);
+}
+
+TEST_CASE("a trial's message is stored as one line whatever its output held", "[tuner]") {
+  Fixture f;
+  // Metric names of JSON lines may hold any character; a backend's message
+  // may quote any output.
+  FakeBackend backend([](const LaunchSpec& spec) {
+    MetricReport r;
+    r.step = 1;
+    r.values["nl\nkey"] = 1;
+    r.values[std::string("nul\0key", 7)] = 2;
+    r.values["esc\x1b[2J"] = 3;
+    if (spec.trial_number == 0) return Script{{r}, true, ""};
+    return Script{{r}, false, "rank 0 exited with code 3: \"line one\nline two\r\x1b[31m\""};
+  });
+  auto summary = f.Run(MakeSpec(2, 1), backend, f.fifo);
+  REQUIRE(summary.ok());
+  auto exp = f.storage->FindExperiment("unit");
+  REQUIRE(exp.ok());
+  auto records = f.storage->ListTrialRecords(exp->id);
+  REQUIRE(records.ok());
+  REQUIRE(records->size() == 2);
+  CHECK((*records)[0].message ==
+        std::string("exited 0 but never reported the objective metric 'loss'; it reported only esc [2J, nl key, nul key"));
+  CHECK((*records)[1].message == "rank 0 exited with code 3: \"line one line two  [31m\"");
 }
 
 }  // namespace
