@@ -369,6 +369,7 @@ void LocalBackend::SpawnAttempt(SpawnRequest& request) {
 
 Result<std::vector<MetricReport>> LocalBackend::Poll(TrialId id) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!monitor_error_.empty()) return Status::Internal(monitor_error_);
   auto it = attempts_.find(id);
   if (it == attempts_.end())
     return Status::NotFound("no local trial with id " + std::to_string(id));
@@ -394,7 +395,6 @@ Result<RunStatus> LocalBackend::State(TrialId id) {
 
 Status LocalBackend::Kill(TrialId id, std::chrono::milliseconds grace) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!monitor_error_.empty()) return Status::Internal(monitor_error_);
   auto it = attempts_.find(id);
   if (it == attempts_.end())
     return Status::NotFound("no local trial with id " + std::to_string(id));
