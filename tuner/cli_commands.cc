@@ -22,6 +22,8 @@
 #include "trial_runner/local_backend.h"
 #include "tuner/capacity.h"
 #include "tuner/components.h"
+#include "tuner/core/one_line.h"
+#include "tuner/core/utf8.h"
 #include "tuner/experiment_spec.h"
 #include "tuner/export_mlflow.h"
 #include "tuner/export_tensorboard.h"
@@ -43,8 +45,9 @@ constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitInterrupted = 1
 
 namespace fs = std::filesystem;
 
+// One line, whatever the message quotes (a path, a server's answer).
 int Fail(std::ostream& err, const Status& st, int code = kExitUsage) {
-  err << "tune: " << st.message() << "\n";
+  err << "tune: " << OneLine(st.message(), 16384) << "\n";
   return code;
 }
 
@@ -278,7 +281,9 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
         << ", " << ParamsShort(s.best_params) << "  (exact: tune best --db " << db_path << " --experiment "
         << spec.name << ")\n";
   }
-  for (const std::string& line : s.undelivered) out << "tune: tracking: not delivered: " << line << "\n";
+  for (const std::string& line : s.undelivered) {
+    out << "tune: tracking: not delivered: " << ValidUtf8(OneLine(line, 16384)) << "\n";
+  }
   if (s.failed > 0) {
     out << "tune: " << s.failed << " trial" << (s.failed == 1 ? "" : "s") << " failed  (why: tune trials --db "
         << db_path << " --experiment " << spec.name << " --state failed)\n";

@@ -417,6 +417,17 @@ TEST_CASE("an unexpected exception is one sentence and exit 1 and no abort", "[h
   }
 }
 
+TEST_CASE("an error that quotes a path with a newline and escapes is one line", "[hostile]") {
+  TempDir dir;
+  const std::string path = (dir.path / "exp\n\x1B[2Jx.json").string();
+  Output o = Sh(Tune("validate " + Quote(path)));
+  INFO(o.out);
+  CHECK(o.code == 2);
+  CHECK(o.out.rfind("tune: ", 0) == 0);
+  CHECK(o.out.find('\n') == o.out.size() - 1);
+  CHECK(o.out.find('\x1B') == std::string::npos);
+}
+
 TEST_CASE("hostile trial output: run and every output and dashboard and report and MLflow and TensorBoard succeed",
           "[hostile][tracking]") {
   TempDir dir;
