@@ -1,13 +1,22 @@
 #include "tracking/mlflow_client.h"
 
 #include <httplib.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
-#include <cmath>
 #include <charconv>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <set>
+#include <thread>
+
+#include "tracking/mlflow_keys.h"
+#include "tracking/mlflow_uri.h"
 
 #include "tuner/core/json_integer.h"
 #include "tuner/core/json_text.h"
@@ -20,6 +29,56 @@ using nlohmann::json;
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
+}
+
+// `s` with each byte that does not start a valid UTF-8 sequence replaced by
+// U+FFFD: a server's answer parsed as JSON (nlohmann refuses invalid
+// UTF-8) or quoted in a message.
+std::string ValidUtf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size() && !(n == 2 && c < 0xc2) && !(n == 4 && c > 0xf4);
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && n >= 3) {
+      const auto d = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xe0 && d < 0xa0) && !(c == 0xed && d >= 0xa0) && !(c == 0xf0 && d < 0x90) &&
+           !(c == 0xf4 && d >= 0x90);
+    }
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Outside text (a server's message) fit for a one-line error: valid UTF-8,
+// control characters as spaces, cut to about `max` bytes at a character
+// boundary.
+std::string SafeText(const std::string& s, size_t max) {
+  const std::string valid = ValidUtf8(s);
+  std::string out;
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const auto c = static_cast<unsigned char>(valid[i]);
+    if (out.size() >= max && (c & 0xc0) != 0x80) {
+      out += "...";
+      break;
+    }
+    out += (c < 0x20 || c == 0x7f) ? ' ' : valid[i];
+  }
+  return out;
+}
+
+std::string SecondsText(std::chrono::milliseconds d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", static_cast<double>(d.count()) / 1000.0);
+  return b;
 }
 
 // MLflow's JSON (protobuf JSON mapping): doubles may be "NaN", "Infinity"
@@ -94,83 +153,228 @@ MlflowRun ParseRun(const json& j) {
 }  // namespace
 
 Result<MlflowConnection> MlflowConnection::FromEnvironment(const std::string& spec_uri) {
-  MlflowConnection c;
-  c.tracking_uri = spec_uri.empty() ? Env("MLFLOW_TRACKING_URI") : spec_uri;
-  if (c.tracking_uri.empty()) {
+  const std::string source = spec_uri.empty() ? "MLFLOW_TRACKING_URI" : "tracking.mlflow.tracking_uri";
+  const std::string text = spec_uri.empty() ? Env("MLFLOW_TRACKING_URI") : spec_uri;
+  if (text.empty()) {
     return Status::InvalidArgument(
         "MLflow tracking has no server: set tracking.mlflow.tracking_uri in experiment.json or the "
         "MLFLOW_TRACKING_URI environment variable (an http:// or https:// URL)");
   }
-  if (!std::regex_match(c.tracking_uri, std::regex(R"(https?://[^/\s?#]+(/[^\s?#]*)?)"))) {
-    return Status::InvalidArgument(std::string(spec_uri.empty() ? "MLFLOW_TRACKING_URI" : "tracking.mlflow.tracking_uri") +
-                                   ": expected an http:// or https:// URL of an MLflow tracking server, got \"" +
-                                   c.tracking_uri + "\" (tune logs only to tracking servers, not to local files)");
+  Result<MlflowUri> uri = ParseMlflowUri(text);
+  if (!uri.ok()) {
+    return Status::InvalidArgument(source + ": expected " + uri.status().message() + ", got \"" +
+                                   SafeText(MaskCredentials(text), 500) +
+                                   "\" (tune logs only to tracking servers, not to local files)");
   }
-  while (c.tracking_uri.size() > 8 && c.tracking_uri.back() == '/') c.tracking_uri.pop_back();
+  MlflowConnection c;
+  c.tracking_uri = uri->WithoutCredentials();
   c.token = Env("MLFLOW_TRACKING_TOKEN");
   c.username = Env("MLFLOW_TRACKING_USERNAME");
   c.password = Env("MLFLOW_TRACKING_PASSWORD");
+  if ((c.username.empty() || c.password.empty()) && uri->has_userinfo) {
+    c.username = uri->username;
+    c.password = uri->password;
+  }
   return c;
 }
 
+std::string MlflowConnection::PlainHttpWarning() const {
+  Result<MlflowUri> uri = ParseMlflowUri(tracking_uri);
+  if (!uri.ok() || uri->scheme != "http" || uri->IsLoopback()) return "";
+  const bool basic = !username.empty() && !password.empty();
+  if (!basic && token.empty()) return "";
+  return "tune: warning: MLflow " + std::string(basic ? "user name and password" : "token (MLFLOW_TRACKING_TOKEN)") +
+         " go unencrypted over http:// to " + uri->host + "; use an https:// tracking_uri for a server on another "
+         "machine";
+}
+
+// The client's connection and the watchdog that holds each call to its
+// deadline. httplib's timeouts are per recv/send: a server that sends a
+// byte at a time never trips them. So a second thread shuts the socket
+// down (as httplib's own stop() does) once a call is past its deadline or
+// cancelled, again every 20 ms until the call returns. The socket is the
+// one httplib last created (set_socket_options reports it); it is forgotten
+// whenever httplib's socket is closed, and a kept-alive socket that became
+// readable (closed by the server, or stray bytes) is closed before a call,
+// so the fd cut is always httplib's live socket.
 struct MlflowClient::Http {
-  std::unique_ptr<httplib::Client> client;
-  std::string prefix;  // the URI's path, e.g. "/mlflow"; "" for none
+  std::unique_ptr<httplib::ClientImpl> client;  // null when the URI does not parse
+  Status unusable;                               // why, then
+  std::string prefix;                            // the URI's path, e.g. "/mlflow"; "" for none
+  std::chrono::milliseconds timeout{0};
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int fd = -1;              // guarded by mu: httplib's socket
+  bool in_flight = false;   // guarded by mu
+  bool cut = false;         // guarded by mu: the call in flight was cut off
+  bool cancelled = false;   // guarded by mu
+  bool quit = false;        // guarded by mu
+  std::chrono::steady_clock::time_point deadline;  // guarded by mu
+  std::thread watchdog;
+
+  void Watch() {
+    try {
+      std::unique_lock<std::mutex> lk(mu);
+      while (!quit) {
+        if (!in_flight) {
+          cv.wait(lk);
+        } else if (!cancelled && std::chrono::steady_clock::now() < deadline) {
+          cv.wait_until(lk, deadline);
+        } else {
+          cut = true;
+          if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+          cv.wait_for(lk, std::chrono::milliseconds(20));
+        }
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tune: MLflow: the call deadline watchdog stopped (%s); calls keep only per-read timeouts\n",
+                   e.what());
+    }
+  }
 };
 
 MlflowClient::MlflowClient(MlflowConnection c, std::chrono::milliseconds timeout)
     : c_(std::move(c)), http_(std::make_unique<Http>()) {
-  // scheme://host[:port] and the path after it.
-  const size_t host_start = c_.tracking_uri.find("://") + 3;
-  const size_t path_start = c_.tracking_uri.find('/', host_start);
-  const std::string origin = c_.tracking_uri.substr(0, path_start);
-  if (path_start != std::string::npos) http_->prefix = c_.tracking_uri.substr(path_start);
-  http_->client = std::make_unique<httplib::Client>(origin);
-  const auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout - s);
-  // Connecting is quick or never (a host that is down); an answer from a
-  // busy server may take a while.
+  http_->timeout = timeout;
+  Result<MlflowUri> uri = ParseMlflowUri(c_.tracking_uri);
+  if (!uri.ok()) {
+    http_->unusable = Status::InvalidArgument("MLflow tracking URI \"" + SafeText(MaskCredentials(c_.tracking_uri), 500) +
+                                              "\": expected " + uri.status().message());
+    c_.tracking_uri = SafeText(MaskCredentials(c_.tracking_uri), 500);
+    return;
+  }
+  // A connection built by hand may carry user:password@; it is used, and
+  // forgotten from the URI.
+  if (uri->has_userinfo && (c_.username.empty() || c_.password.empty())) {
+    c_.username = uri->username;
+    c_.password = uri->password;
+  }
+  c_.tracking_uri = uri->WithoutCredentials();
+  http_->prefix = uri->path;
+  // The host and port as parsed: httplib's own URL parsing (std::stoi on
+  // the port) is never used.
+  if (uri->scheme == "https") {
+    http_->client = std::make_unique<httplib::SSLClient>(uri->host, uri->port);
+  } else {
+    http_->client = std::make_unique<httplib::ClientImpl>(uri->host, uri->port);
+  }
+  httplib::ClientImpl& client = *http_->client;
   const auto connect = std::min(timeout, std::chrono::milliseconds(5000));
   const auto cs = std::chrono::duration_cast<std::chrono::seconds>(connect);
-  http_->client->set_connection_timeout(cs.count(),
-                                        std::chrono::duration_cast<std::chrono::microseconds>(connect - cs).count());
-  http_->client->set_read_timeout(s.count(), us.count());
-  http_->client->set_write_timeout(s.count(), us.count());
-  http_->client->set_keep_alive(true);
-  // As MLflow's rest_utils: basic auth when both username and password are
-  // set, else the bearer token.
+  client.set_connection_timeout(cs.count(), std::chrono::duration_cast<std::chrono::microseconds>(connect - cs).count());
+  // Per read and write as well; the deadline bounds the call as a whole.
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout - s);
+  client.set_read_timeout(s.count(), us.count());
+  client.set_write_timeout(s.count(), us.count());
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
+  Http* h = http_.get();
+  client.set_socket_options([h](socket_t sock) {
+    std::lock_guard<std::mutex> lk(h->mu);
+    h->fd = sock;
+  });
+  // As MLflow's rest_utils (through requests): basic auth when both
+  // username and password are set (or the URI has user:password@), else
+  // the bearer token.
   if (!c_.username.empty() && !c_.password.empty()) {
-    http_->client->set_basic_auth(c_.username.c_str(), c_.password.c_str());
+    client.set_basic_auth(c_.username.c_str(), c_.password.c_str());
   } else if (!c_.token.empty()) {
-    http_->client->set_bearer_token_auth(c_.token.c_str());
+    client.set_bearer_token_auth(c_.token.c_str());
   }
+  http_->watchdog = std::thread([h] { h->Watch(); });
 }
 
-MlflowClient::~MlflowClient() = default;
+MlflowClient::~MlflowClient() {
+  {
+    std::lock_guard<std::mutex> lk(http_->mu);
+    http_->quit = true;
+  }
+  http_->cv.notify_all();
+  if (http_->watchdog.joinable()) http_->watchdog.join();
+}
+
+void MlflowClient::Cancel() {
+  {
+    std::lock_guard<std::mutex> lk(http_->mu);
+    http_->cancelled = true;
+  }
+  http_->cv.notify_all();
+}
 
 Result<std::string> MlflowClient::Call(const char* method, const std::string& endpoint, const std::string& body) {
+  last_error_code_.clear();
+  if (!http_->client) return http_->unusable;
   const std::string path = http_->prefix + "/api/2.0/mlflow/" + endpoint;
   const std::string what = std::string("MLflow ") + endpoint + " at " + c_.tracking_uri;
-  httplib::Result res{nullptr, httplib::Error::Unknown};
-  if (std::string(method) == "GET") {
-    httplib::Params params;
-    const json query = json::parse(body);
-    for (const auto& [k, v] : query.items()) params.emplace(k, v.is_string() ? v.get<std::string>() : DumpJson(v));
-    res = http_->client->Get(path.c_str(), params, httplib::Headers{});
-  } else {
-    res = http_->client->Post(path.c_str(), body, "application/json");
+  Http& h = *http_;
+  {
+    std::lock_guard<std::mutex> lk(h.mu);
+    if (h.cancelled) return Status::Unavailable(what + ": not sent (tune is ending)");
+    if (!h.client->is_socket_open()) h.fd = -1;
+    if (h.fd >= 0) {
+      // An idle kept-alive socket has nothing to read; if it has (the
+      // server closed it, or sent stray bytes) it is closed here, so that
+      // httplib never closes a socket whose fd the watchdog may cut.
+      pollfd p{h.fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) != 0) {
+        h.client->stop();
+        h.fd = -1;
+      }
+    }
+    h.in_flight = true;
+    h.cut = false;
+    h.deadline = std::chrono::steady_clock::now() + h.timeout;
   }
+  h.cv.notify_all();
+  httplib::Result res{nullptr, httplib::Error::Unknown};
+  std::string failure;
+  try {
+    if (std::string(method) == "GET") {
+      httplib::Params params;
+      const json query = json::parse(body);
+      for (const auto& [k, v] : query.items()) params.emplace(k, v.is_string() ? v.get<std::string>() : DumpJson(v));
+      res = h.client->Get(path, params, httplib::Headers{});
+    } else {
+      res = h.client->Post(path, body, "application/json");
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  bool cut = false, cancelled = false;
+  {
+    std::lock_guard<std::mutex> lk(h.mu);
+    h.in_flight = false;
+    cut = h.cut;
+    cancelled = h.cancelled;
+    if (cut) {
+      // The socket was shut down under httplib: close it before the next call.
+      h.client->stop();
+      h.fd = -1;
+    } else if (!h.client->is_socket_open()) {
+      h.fd = -1;
+    }
+  }
+  if (cut) {
+    return Status::Unavailable(what + (cancelled ? ": cut off at the end of the run, still without a complete answer"
+                                                 : ": no complete answer within " + SecondsText(h.timeout) + " s"));
+  }
+  if (!failure.empty()) return Status::Unavailable(what + ": " + SafeText(failure, 300));
   if (!res) return Status::Unavailable(what + ": no answer (" + httplib::to_string(res.error()) + " error)");
   const int code = res->status;
   if (code == 200) return res->body;
-  std::string error_code, message = res->body.substr(0, 300);
-  json j = json::parse(res->body, nullptr, false);
+  std::string error_code, message = res->body;
+  json j = json::parse(ValidUtf8(res->body), nullptr, false);
   if (j.is_object()) {
     // Any JSON at all may come back (a proxy's error page, another server):
     // only strings are taken, so a field of another type cannot throw.
     if (auto it = j.find("error_code"); it != j.end() && it->is_string()) error_code = it->get<std::string>();
     if (auto it = j.find("message"); it != j.end() && it->is_string()) message = it->get<std::string>();
   }
+  error_code = SafeText(error_code, 100);
+  message = SafeText(message, 300);
+  last_error_code_ = error_code;
   const std::string text = what + ": HTTP " + std::to_string(code) + (error_code.empty() ? "" : " " + error_code) +
                            (message.empty() ? "" : ": " + message);
   if (code == 429 || code >= 500) return Status::Unavailable(text);
@@ -186,7 +390,7 @@ Result<std::string> MlflowClient::Call(const char* method, const std::string& en
 namespace {
 Result<json> ParseBody(const Result<std::string>& body, const std::string& endpoint) {
   if (!body.ok()) return body.status();
-  json j = json::parse(*body, nullptr, false);
+  json j = json::parse(ValidUtf8(*body), nullptr, false);
   if (!j.is_object()) return Status::Unavailable("MLflow " + endpoint + ": the answer is not a JSON object");
   return j;
 }
@@ -253,8 +457,8 @@ Result<std::vector<MlflowRun>> MlflowClient::SearchRuns(const std::string& exper
   return out;
 }
 
-Status MlflowClient::LogBatch(const std::string& run_id, const std::vector<MlflowMetric>& metrics,
-                              const MlflowTags& params, const MlflowTags& tags) {
+Status MlflowClient::SendBatches(const std::string& run_id, const std::vector<MlflowMetric>& metrics,
+                                 const MlflowTags& params, const MlflowTags& tags) {
   size_t m = 0, p = 0, t = 0;
   while (m < metrics.size() || p < params.size() || t < tags.size()) {
     json body = {{"run_id", run_id}, {"metrics", json::array()}, {"params", json::array()}, {"tags", json::array()}};
@@ -271,6 +475,60 @@ Status MlflowClient::LogBatch(const std::string& run_id, const std::vector<Mlflo
     auto r = Call("POST", "runs/log-batch", DumpJson(body));
     if (!r.ok()) return r.status();
   }
+  return Status::Ok();
+}
+
+Status MlflowClient::LogBatch(const std::string& run_id, const std::vector<MlflowMetric>& metrics,
+                              const MlflowTags& params, const MlflowTags& tags, std::vector<RefusedKey>* refused) {
+  if (!refused) return SendBatches(run_id, metrics, params, tags);
+  std::set<std::pair<std::string, std::string>> named;  // (kind, key) appended by this call
+  auto refuse = [&](const char* kind, const std::string& key, const std::string& why) {
+    if (named.insert({kind, key}).second) refused->push_back({kind, key, why});
+  };
+  std::vector<MlflowMetric> m;
+  MlflowTags p, t;
+  for (const MlflowMetric& x : metrics) {
+    if (std::string why = MlflowKeyProblem(x.key); why.empty()) m.push_back(x); else refuse("metric", x.key, why);
+  }
+  for (const auto& kv : params) {
+    if (std::string why = MlflowKeyProblem(kv.first); why.empty()) p.push_back(kv); else refuse("param", kv.first, why);
+  }
+  for (const auto& kv : tags) {
+    if (std::string why = MlflowKeyProblem(kv.first); why.empty()) t.push_back(kv); else refuse("tag", kv.first, why);
+  }
+  if (m.empty() && p.empty() && t.empty()) return Status::Ok();
+  const Status st = SendBatches(run_id, m, p, t);
+  auto key_refused = [&](const Status& s) { return s.IsInvalidArgument() && last_error_code_ == "INVALID_PARAMETER_VALUE"; };
+  if (st.ok() || !key_refused(st)) return st;
+  // MLflow refuses the whole request for one bad key (its rules for
+  // letters outside ASCII, or another server's rules): each key alone.
+  std::vector<std::string> metric_keys;
+  for (const MlflowMetric& x : m)
+    if (std::find(metric_keys.begin(), metric_keys.end(), x.key) == metric_keys.end()) metric_keys.push_back(x.key);
+  if (metric_keys.size() + p.size() + t.size() <= 1) return st;
+  bool any_ok = false;
+  std::vector<RefusedKey> alone;
+  auto one = [&](const char* kind, const std::string& key, const Status& s) -> bool {
+    if (s.ok()) {
+      any_ok = true;
+      return true;
+    }
+    if (!key_refused(s)) return false;
+    alone.push_back({kind, key, s.message()});
+    return true;
+  };
+  for (const std::string& key : metric_keys) {
+    std::vector<MlflowMetric> points;
+    for (const MlflowMetric& x : m)
+      if (x.key == key) points.push_back(x);
+    if (Status s = SendBatches(run_id, points, {}, {}); !one("metric", key, s)) return s;
+  }
+  for (const auto& kv : p)
+    if (Status s = SendBatches(run_id, {}, {kv}, {}); !one("param", kv.first, s)) return s;
+  for (const auto& kv : t)
+    if (Status s = SendBatches(run_id, {}, {}, {kv}); !one("tag", kv.first, s)) return s;
+  if (!any_ok) return st;  // not about keys: the run, or the server
+  for (const RefusedKey& r : alone) refuse(r.kind.c_str(), r.key, r.why);
   return Status::Ok();
 }
 

@@ -127,20 +127,21 @@ std::vector<MlflowMetric> MlflowRuns::Metrics(const MetricReport& r) {
 
 Result<MlflowRuns::ParentEnd> MlflowRuns::ParentEndFromStorage(double now) {
   ParentEnd end;
-  TUNE_ASSIGN_OR_RETURN(std::vector<ExperimentRecord> experiments, storage_->ListExperiments());
   ExperimentState state = ExperimentState::kRunning;
   std::optional<double> ended_at;
-  for (const ExperimentRecord& e : experiments) {
-    if (e.id == target_.experiment_id) {
-      state = e.state;
-      ended_at = e.ended_at;
-    }
+  if (auto e = storage_->FindExperiment(target_.tune_experiment); e.ok() && e->id == target_.experiment_id) {
+    state = e->state;
+    ended_at = e->ended_at;
   }
   end.status = state == ExperimentState::kCompleted ? "FINISHED"
                : state == ExperimentState::kFailed  ? "FAILED"
                                                     : "KILLED";
   end.end_time_ms = Millis(ended_at.value_or(now));
-  TUNE_ASSIGN_OR_RETURN(History trials, storage_->ListTrials(target_.experiment_id));
+  // Once per run: the trials without their learning curves.
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_->ListTrialSummaries(target_.experiment_id));
+  History trials;
+  trials.reserve(records.size());
+  for (TrialRecord& r : records) trials.push_back(std::move(r.trial));
   const Trial* best = nullptr;
   int finished = 0;
   for (const Trial& t : trials) {

@@ -14,8 +14,6 @@ double Now() {
 constexpr size_t kMaxProblemLines = 20;
 // How far into the queue the reports of one trial are gathered into a batch.
 constexpr size_t kMaxScan = 5000;
-// The longest Finish() waits for a server that keeps taking items.
-constexpr std::chrono::minutes kMaxFlush{5};
 
 std::string Seconds(std::chrono::milliseconds d) {
   char b[32];
@@ -30,8 +28,10 @@ std::string Plural(size_t n, const std::string& what) {
 }  // namespace
 
 MlflowSink::MlflowSink(MlflowTarget target, Storage* storage, MlflowSinkOptions options)
-    : options_(options), uri_(target.connection.tracking_uri), storage_(storage) {
+    : options_(std::move(options)), storage_(storage) {
   client_ = std::make_unique<MlflowClient>(target.connection, options_.request_timeout);
+  uri_ = client_->connection().tracking_uri;  // without credentials
+  if (std::string w = client_->connection().PlainHttpWarning(); !w.empty()) Warn(w);
   runs_ = std::make_unique<MlflowRuns>(client_.get(), storage_, std::move(target));
   thread_ = std::thread([this] { Loop(); });
 }
@@ -42,13 +42,29 @@ MlflowSink::~MlflowSink() {
     stopping_ = abort_ = true;
   }
   cv_.notify_all();
+  client_->Cancel();
   if (thread_.joinable()) thread_.join();
+}
+
+void MlflowSink::Warn(const std::string& line) {
+  try {
+    if (options_.warn) {
+      options_.warn(line);
+      return;
+    }
+  } catch (...) {
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 void MlflowSink::Push(Item item) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) return;
+    if (dead_) {
+      ++refused_;
+      return;
+    }
     if (queue_.size() >= options_.max_queued) {
       ++dropped_;
       return;
@@ -71,6 +87,29 @@ void MlflowSink::OnReport(const Trial& t, const MetricReport& r) {
 
 void MlflowSink::OnTrialFinished(const Trial& t, double time) { Push({Kind::kTrialEnd, t, {}, time}); }
 
+Status MlflowSink::LogBatch(const std::string& run, std::vector<MlflowMetric> metrics, MlflowTags params,
+                            MlflowTags tags) {
+  auto known = [&](const char* kind, const std::string& key) { return refused_keys_.count({kind, key}) > 0; };
+  metrics.erase(std::remove_if(metrics.begin(), metrics.end(), [&](const MlflowMetric& m) { return known("metric", m.key); }),
+                metrics.end());
+  params.erase(std::remove_if(params.begin(), params.end(), [&](const auto& kv) { return known("param", kv.first); }),
+               params.end());
+  tags.erase(std::remove_if(tags.begin(), tags.end(), [&](const auto& kv) { return known("tag", kv.first); }),
+             tags.end());
+  if (metrics.empty() && params.empty() && tags.empty()) return Status::Ok();
+  std::vector<RefusedKey> refused;
+  Status st = client_->LogBatch(run, metrics, params, tags, &refused);
+  for (const RefusedKey& r : refused) {
+    if (!refused_keys_.insert({r.kind, r.key}).second) continue;
+    std::string quoted = "\"";
+    for (char c : r.key) quoted += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+    quoted += "\"";
+    Warn("tune: MLflow at " + uri_ + " does not take the " + r.kind + " key " + quoted + " (" + r.why +
+         "); it is left out of every run of this experiment, the database keeps it");
+  }
+  return st;
+}
+
 Status MlflowSink::Deliver(const std::vector<Item>& items) {
   TUNE_RETURN_IF_ERROR(runs_->Connect());
   if (!parent_running_) {
@@ -86,8 +125,7 @@ Status MlflowSink::Deliver(const std::vector<Item>& items) {
     case Kind::kTrialStart: {
       bool created = false;
       TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time, &created));
-      TUNE_RETURN_IF_ERROR(
-          client_->LogBatch(run, {}, MlflowRuns::Params(first.trial), MlflowRuns::StartTags(first.trial)));
+      TUNE_RETURN_IF_ERROR(LogBatch(run, {}, MlflowRuns::Params(first.trial), MlflowRuns::StartTags(first.trial)));
       // A retried attempt or a resumed trial: its run ended earlier.
       if (!created) TUNE_RETURN_IF_ERROR(client_->UpdateRun(run, "RUNNING", std::nullopt));
       return Status::Ok();
@@ -99,31 +137,27 @@ Status MlflowSink::Deliver(const std::vector<Item>& items) {
         metrics.insert(metrics.end(), m.begin(), m.end());
       }
       TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time));
-      return client_->LogBatch(run, metrics, {}, {});
+      return LogBatch(run, std::move(metrics), {}, {});
     }
     case Kind::kTrialEnd: {
-      // The pruned rung and the error message live in the database only.
       // The pruned rung, the error message and the end time as stored (what
-      // `tune export mlflow` sends too) live in the database.
+      // `tune export mlflow` sends too) live in the database: one row.
       TrialRecord record;
       record.trial = first.trial;
       double ended = first.time;
-      if (auto records = storage_->ListTrialRecords(runs_->experiment_id()); records.ok()) {
-        for (const TrialRecord& r : *records) {
-          if (r.trial.id != first.trial.id) continue;
-          record.pruned_rung = r.pruned_rung;
-          record.message = r.message;
-          ended = r.ended_at.value_or(ended);
-        }
+      if (auto stored = storage_->GetTrialSummary(first.trial.id); stored.ok()) {
+        record.pruned_rung = stored->pruned_rung;
+        record.message = stored->message;
+        ended = stored->ended_at.value_or(ended);
       }
       TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time));
-      TUNE_RETURN_IF_ERROR(client_->LogBatch(run, {}, {}, MlflowRuns::EndTags(record)));
+      TUNE_RETURN_IF_ERROR(LogBatch(run, {}, {}, MlflowRuns::EndTags(record)));
       return client_->UpdateRun(run, MlflowRuns::RunStatus(first.trial.state), MlflowRuns::Millis(ended));
     }
     case Kind::kExperimentEnd: {
       TUNE_ASSIGN_OR_RETURN(std::string parent, runs_->ParentRun(first.time));
       TUNE_ASSIGN_OR_RETURN(MlflowRuns::ParentEnd end, runs_->ParentEndFromStorage(first.time));
-      TUNE_RETURN_IF_ERROR(client_->LogBatch(parent, end.metrics, {}, end.tags));
+      TUNE_RETURN_IF_ERROR(LogBatch(parent, end.metrics, {}, end.tags));
       return client_->UpdateRun(parent, end.status, end.end_time_ms);
     }
   }
@@ -147,6 +181,31 @@ std::string MlflowSink::Describe(const std::vector<Item>& items) {
 }
 
 void MlflowSink::Loop() {
+  try {
+    Deliveries();
+  } catch (const std::exception& e) {
+    Died(e.what());
+  } catch (...) {
+    Died("an exception that is not a std::exception");
+  }
+}
+
+void MlflowSink::Died(const std::string& what) {
+  std::string line;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    dead_ = true;
+    // Whatever waits is not sent: counted as refused, listed by Finish().
+    if (broken_.empty()) broken_ = "logging stopped on an unexpected error (" + what + ")";
+    refused_ += queue_.size();
+    queue_.clear();
+    line = "tune: MLflow at " + uri_ + ": " + broken_ + "; the run goes on without MLflow";
+  }
+  cv_.notify_all();
+  Warn(line);
+}
+
+void MlflowSink::Deliveries() {
   std::chrono::milliseconds backoff = options_.backoff_initial;
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
@@ -215,21 +274,34 @@ std::vector<std::string> MlflowSink::Finish() {
   cv_.notify_all();
   // Waits while items get through (a server catching up after a restart
   // may need longer than flush_timeout in all); gives up after flush_timeout
-  // without progress, or after kMaxFlush in all.
-  const auto hard = std::chrono::steady_clock::now() + kMaxFlush;
+  // without progress, or after max_flush in all. Then the call in flight
+  // is cut off (a server that answers a byte at a time never ends it), and
+  // the delivery thread stops at once.
+  const auto start = std::chrono::steady_clock::now();
+  const auto hard = start + options_.max_flush;
+  bool out_of_time = false;
   while (!queue_.empty()) {
     const size_t seen = handled_;
     const auto deadline = std::min(hard, std::chrono::steady_clock::now() + options_.flush_timeout);
-    if (!cv_.wait_until(lk, deadline, [&] { return queue_.empty() || handled_ != seen; })) break;
-    if (std::chrono::steady_clock::now() >= hard) break;
+    if (!cv_.wait_until(lk, deadline, [&] { return queue_.empty() || handled_ != seen; })) {
+      out_of_time = deadline == hard;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= hard) {
+      out_of_time = !queue_.empty();
+      break;
+    }
   }
   if (!queue_.empty()) abort_ = true;
   cv_.notify_all();
   lk.unlock();
+  if (abort_) client_->Cancel();
   thread_.join();
   lk.lock();
   const std::string hint = "; `tune export mlflow` sends what is missing once the server is reachable";
-  if (!broken_.empty()) {
+  if (dead_) {
+    out.push_back("MLflow at " + uri_ + ": " + Plural(refused_, "item") + " not sent: " + broken_ + hint);
+  } else if (!broken_.empty()) {
     out.push_back("MLflow at " + uri_ + ": nothing was logged (" + Plural(refused_, "item") + "): " + broken_);
   }
   out.insert(out.end(), problems_.begin(), problems_.end());
@@ -249,8 +321,11 @@ std::vector<std::string> MlflowSink::Finish() {
     if (reports) add(Plural(reports, "report"));
     if (ends) add(Plural(ends, "trial end"));
     if (experiment_end) add("the experiment's end");
-    out.push_back("MLflow at " + uri_ + ": " + what + " not delivered (nothing got through for " +
-                  Seconds(options_.flush_timeout) + " s after the run; last error: " + last_error_ + ")" + hint);
+    const std::string why = out_of_time ? "the end-of-run flush stopped after " + Seconds(options_.max_flush) + " s"
+                                        : "nothing got through for " + Seconds(options_.flush_timeout) +
+                                              " s after the run";
+    out.push_back("MLflow at " + uri_ + ": " + what + " not delivered (" + why + "; last error: " +
+                  (last_error_.empty() ? "none" : last_error_) + ")" + hint);
   }
   if (dropped_ > 0) {
     out.push_back("MLflow at " + uri_ + ": " + Plural(dropped_, "item") + " dropped: the queue was full (" +

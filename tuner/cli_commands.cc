@@ -17,6 +17,7 @@
 #include "search/grid.h"
 #include "search/sampler.h"
 #include "tracking/mlflow_sink.h"
+#include "tracking/mlflow_uri.h"
 #include "tracking/sink_fanout.h"
 #include "tracking/tensorboard_sink.h"
 #include "trial_runner/local_backend.h"
@@ -120,6 +121,8 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   auto spec_or = LoadExperimentSpec(args.experiment_path);
   if (!spec_or.ok()) return Fail(err, spec_or.status());
   ExperimentSpec spec = std::move(spec_or).value();
+  // The database keeps experiment.json without tracking_uri's user:password@.
+  spec.json = SpecJsonWithoutCredentials(spec.json);
   if (!args.backend.empty()) {
     if (Status st = OverrideBackend(&spec, args.backend); !st.ok()) return Fail(err, st);
   }
@@ -359,7 +362,8 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
   }
   if (spec.tracking.mlflow) {
     const auto& m = *spec.tracking.mlflow;
-    out << "\n  tracking    MLflow at " << (m.tracking_uri.empty() ? "$MLFLOW_TRACKING_URI" : m.tracking_uri)
+    out << "\n  tracking    MLflow at "
+        << (m.tracking_uri.empty() ? "$MLFLOW_TRACKING_URI" : tracking::MaskCredentials(m.tracking_uri))
         << ", experiment '" << (m.experiment_name.empty() ? spec.name : m.experiment_name)
         << "' (a parent run, a child run per trial)";
   }

@@ -1,4 +1,6 @@
 // The `tracking` section: outside trackers that get every trial.
+#include "tracking/mlflow_keys.h"
+#include "tracking/mlflow_uri.h"
 #include "tuner/experiment_spec.h"
 #include "tuner/experiment_spec_reader.h"
 
@@ -13,9 +15,15 @@ Status ParseMlflow(const Reader& r, const Json& v, const std::string& path, Trac
   TUNE_RETURN_IF_ERROR(m.AllowOnly({"tracking_uri", "experiment_name", "tags"}));
   TUNE_RETURN_IF_ERROR(m.String("tracking_uri", &out->tracking_uri));
   if (m.Has("tracking_uri")) {
-    TUNE_RETURN_IF_ERROR(m.Expect(Matches(out->tracking_uri, R"(https?://[^/\s?#]+(/[^\s?#]*)?)"), "tracking_uri",
-                                  "an http:// or https:// URL of an MLflow tracking server, e.g. "
-                                  "\"http://127.0.0.1:5000\" (leave the key out to use MLFLOW_TRACKING_URI)"));
+    // What `tune run` connects to, checked whole (scheme, host, port 1 to
+    // 65535); quoted with any user:password@ masked.
+    Result<tracking::MlflowUri> uri = tracking::ParseMlflowUri(out->tracking_uri);
+    if (!uri.ok()) {
+      return r.Fail(m.PathOf("tracking_uri"),
+                    uri.status().message() +
+                        ", e.g. \"http://127.0.0.1:5000\" (leave the key out to use MLFLOW_TRACKING_URI)",
+                    Quote(tracking::MaskCredentials(out->tracking_uri)));
+    }
   }
   TUNE_RETURN_IF_ERROR(m.String("experiment_name", &out->experiment_name));
   if (m.Has("experiment_name")) {
@@ -31,6 +39,14 @@ Status ParseMlflow(const Reader& r, const Json& v, const std::string& path, Trac
       return r.Fail(JoinPath(m.PathOf("tags"), key),
                     "a tag of 1 to 250 characters not starting with \"mlflow.\" (MLflow's own), with a value of at "
                     "most 8000",
+                    Quote(value));
+    }
+    // The parent run is created with these tags: one MLflow refuses would
+    // stop all logging.
+    if (std::string why = tracking::MlflowKeyProblem(key); !why.empty()) {
+      return r.Fail(JoinPath(m.PathOf("tags"), key),
+                    "a tag key MLflow takes (letters, digits, '_', '-', '.', ' ', ':' and '/', a normalised path); "
+                    "this one " + why,
                     Quote(value));
     }
   }

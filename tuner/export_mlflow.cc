@@ -1,9 +1,15 @@
 #include "tuner/export_mlflow.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "tracking/mlflow_uri.h"
+#include "tuner/core/json_text.h"
 #include "tuner/report.h"
 
 namespace tune {
@@ -21,6 +27,7 @@ double Now() {
 
 struct Sent {
   int runs_created = 0, points = 0, params = 0, tags = 0, statuses = 0;
+  std::set<std::pair<std::string, std::string>> refused;  // (kind, key) named on stderr
 };
 
 // The items of `want` that `have` lacks or holds with another value.
@@ -59,7 +66,24 @@ Status SyncRun(MlflowClient& client, const std::string& run_id, const MlflowTags
   MlflowTags new_tags = Missing(tags, run.tags);
   TUNE_ASSIGN_OR_RETURN(std::vector<MlflowMetric> new_points, MissingPoints(client, run, points));
   if (!new_params.empty() || !new_tags.empty() || !new_points.empty()) {
-    TUNE_RETURN_IF_ERROR(client.LogBatch(run_id, new_points, new_params, new_tags));
+    std::vector<tracking::RefusedKey> refused;
+    TUNE_RETURN_IF_ERROR(client.LogBatch(run_id, new_points, new_params, new_tags, &refused));
+    for (const tracking::RefusedKey& r : refused) {
+      if (!sent->refused.insert({r.kind, r.key}).second) continue;
+      std::string quoted;
+      for (char c : r.key) quoted += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+      std::cerr << "tune: MLflow at " << client.connection().tracking_uri << " does not take the " << r.kind
+                << " key \"" << quoted << "\" (" << r.why << "); it is left out of every run, the database keeps it\n";
+    }
+    auto kept = [&](const char* kind, const std::string& key) { return !sent->refused.count({kind, key}); };
+    new_params.erase(std::remove_if(new_params.begin(), new_params.end(),
+                                    [&](const auto& kv) { return !kept("param", kv.first); }),
+                     new_params.end());
+    new_tags.erase(std::remove_if(new_tags.begin(), new_tags.end(), [&](const auto& kv) { return !kept("tag", kv.first); }),
+                   new_tags.end());
+    new_points.erase(std::remove_if(new_points.begin(), new_points.end(),
+                                    [&](const MlflowMetric& m) { return !kept("metric", m.key); }),
+                     new_points.end());
   }
   sent->params += static_cast<int>(new_params.size());
   sent->tags += static_cast<int>(new_tags.size());
@@ -73,6 +97,28 @@ Status SyncRun(MlflowClient& client, const std::string& run_id, const MlflowTags
 }
 
 }  // namespace
+
+std::string SpecJsonWithoutCredentials(const std::string& text) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object()) return text;
+  auto t = doc.find("tracking");
+  if (t == doc.end() || !t->is_object()) return text;
+  auto m = t->find("mlflow");
+  if (m == t->end() || !m->is_object()) return text;
+  auto u = m->find("tracking_uri");
+  if (u == m->end() || !u->is_string()) return text;
+  const std::string uri = u->get<std::string>();
+  Result<tracking::MlflowUri> parsed = tracking::ParseMlflowUri(uri);
+  if (!parsed.ok() || !parsed->has_userinfo) return text;
+  const std::string clean = parsed->WithoutCredentials();
+  const std::string quoted = DumpJson(uri);
+  const size_t at = text.find(quoted);
+  if (at != std::string::npos && text.find(quoted, at + 1) == std::string::npos) {
+    return text.substr(0, at) + DumpJson(clean) + text.substr(at + quoted.size());
+  }
+  *u = clean;
+  return DumpJson(doc, 2) + "\n";
+}
 
 Result<tracking::MlflowTarget> MlflowTargetOf(const ExperimentSpec& spec, const std::string& tracking_uri) {
   const TrackingSpec::Mlflow m = spec.tracking.mlflow.value_or(TrackingSpec::Mlflow{});
@@ -95,8 +141,9 @@ Status ExportMlflow(Storage& storage, const std::string& experiment, const std::
   if (!spec.ok()) return Status::FailedPrecondition(spec.status().message());
   TUNE_ASSIGN_OR_RETURN(tracking::MlflowTarget target, MlflowTargetOf(*spec, tracking_uri));
   target.experiment_id = e.id;
-  const std::string uri = target.connection.tracking_uri;
   MlflowClient client(target.connection);
+  const std::string uri = client.connection().tracking_uri;  // without credentials
+  if (std::string w = client.connection().PlainHttpWarning(); !w.empty()) std::cerr << w << "\n";
   MlflowRuns runs(&client, &storage, target);
   TUNE_RETURN_IF_ERROR(runs.Connect());
   Sent sent;

@@ -23,6 +23,13 @@ namespace tune {
 // InvalidArgument when there is no tracking URI at all.
 Result<tracking::MlflowTarget> MlflowTargetOf(const ExperimentSpec& spec, const std::string& tracking_uri = "");
 
+// experiment.json text as the database stores it: `text` with the
+// user:password@ of tracking.mlflow.tracking_uri taken out (the run uses
+// them; they are never stored). Unchanged when there are none; else the
+// URI is replaced where it stands, or (if it is not found once as written)
+// the document is written again with an indent of 2.
+std::string SpecJsonWithoutCredentials(const std::string& text);
+
 // Sends experiment `experiment` (empty: the newest) of `storage`. Its MLflow
 // settings come from the stored experiment.json; `tracking_uri`, if not
 // empty, overrides the URI. Unavailable when the server cannot be reached

@@ -147,6 +147,7 @@ class SqliteStorage final : public Storage {
   Result<History> ListTrials(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) override;
+  Result<TrialRecord> GetTrialSummary(TrialId t) override;
   Result<TrialTally> TallyTrials(ExperimentId e, bool maximize) override;
   Result<int64_t> DataVersion() override;
   Result<std::vector<StoredReport>> ListReports(ExperimentId e) override;
@@ -688,6 +689,27 @@ Result<std::vector<TrialRecord>> SqliteStorage::ListTrialRecords(ExperimentId e)
 
 Result<std::vector<TrialRecord>> SqliteStorage::ListTrialSummaries(ExperimentId e) {
   return ReadTrialRecords(e, false);
+}
+
+Result<TrialRecord> SqliteStorage::GetTrialSummary(TrialId t) {
+  TrialRecord r;
+  Status st = Transact(false, [&]() -> Status {
+    StmtScope s(Stmt(
+        "SELECT id, number, state, params_json, value, attempt, started_at, ended_at, "
+        "last_step, pruned_rung, location, message FROM trials WHERE id = ?"));
+    s->bind(1, static_cast<int64_t>(t));
+    if (!s->executeStep()) return Status::NotFound("trial id " + std::to_string(t) + " does not exist");
+    TUNE_RETURN_IF_ERROR(ReadTrial(*s, r.trial));
+    r.started_at = OptDouble(s->getColumn(6));
+    r.ended_at = OptDouble(s->getColumn(7));
+    r.last_step = OptInt(s->getColumn(8));
+    r.pruned_rung = OptInt(s->getColumn(9));
+    r.location = s->getColumn(10).getString();
+    r.message = s->getColumn(11).getString();
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return r;
 }
 
 Result<int64_t> SqliteStorage::DataVersion() {

@@ -128,6 +128,9 @@ class Storage {
   // the trials table, cheap at any number of reports (counts, best values,
   // one trial's row).
   virtual Result<std::vector<TrialRecord>> ListTrialSummaries(ExperimentId e) = 0;
+  // One trial's record, as ListTrialSummaries has it (one row, whatever the
+  // number of trials); NotFound if there is no such trial.
+  virtual Result<TrialRecord> GetTrialSummary(TrialId t) = 0;
   // Counts by state and the best completed trial, from SQL aggregates.
   virtual Result<TrialTally> TallyTrials(ExperimentId e, bool maximize) = 0;
   // Every counted report of the experiment's current attempts, in arrival
