@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 
+#include "tuner/core/read_file.h"
 #include "tuner/experiment_spec_reader.h"
 
 namespace tune {
@@ -26,6 +27,10 @@ using spec_internal::Reader;
 
 // GridPoints' own limit (search/grid.h).
 constexpr int64_t kMaxGridPoints = 10'000'000;
+
+// The largest experiment.json read (docs/experiment.md); the examples are
+// 1-3 KB. A device or FIFO given as the file is refused without reading.
+constexpr size_t kMaxExperimentJsonBytes = size_t{4} << 20;
 
 const std::vector<std::string> kTpeKeys = {
     "n_startup_trials", "n_ei_candidates",    "gamma",         "prior_weight",      "multivariate",
@@ -385,17 +390,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
 }
 
 Result<ExperimentSpec> LoadExperimentSpec(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Status::InvalidArgument(path + ": cannot read: " + std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  int read_errno = std::ferror(f) ? errno : 0;
-  std::fclose(f);
-  if (read_errno != 0) {
-    return Status::InvalidArgument(path + ": cannot read: " + std::strerror(read_errno));
-  }
+  TUNE_ASSIGN_OR_RETURN(std::string text, ReadFileCapped(path, kMaxExperimentJsonBytes));
   return ParseExperimentSpec(text, path);
 }
 

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "tuner/cli_commands.h"
+#include "tuner/core/read_file.h"
 #include "tuner/experiment_spec.h"
 #include "tuner/import/katib_import.h"
 
@@ -43,14 +43,14 @@ Status WriteFile(const std::string& path, const std::string& text) {
 }  // namespace
 
 int ImportKatibCommand(const std::string& path, const std::string& out_path, std::ostream& out, std::ostream& err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    err << "tune: " << path << ": cannot read: " << std::strerror(errno) << "\n";
+  // A FIFO or device is refused without reading it; a file over the cap
+  // without holding it.
+  auto text = ReadFileCapped(path, kKatibMaxYamlBytes);
+  if (!text.ok()) {
+    err << "tune: " << text.status().message() << "\n";
     return kExitUsage;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto imported = ImportKatibExperiment(text.str(), path);
+  auto imported = ImportKatibExperiment(*text, path);
   if (!imported.ok()) {
     err << "tune: " << imported.status().message() << "\n";
     return kExitUsage;

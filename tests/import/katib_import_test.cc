@@ -376,3 +376,127 @@ TEST_CASE("import katib: one document, read without yaml-cpp's LoadAll loop", "[
   // A leading marker, comments and a document end are not a second document.
   Import("# an experiment\n---\n" + Doc(kX) + "...\n");
 }
+
+// ---- Anchors, aliases and merge keys; the limits on what they expand to
+// (kKatibMaxNodes, kKatibMaxTextBytes, kKatibMaxDepth, kKatibMaxYamlBytes).
+
+namespace {
+
+// Doc(kX) with `volumes: <value>` in the pod spec (where the importer
+// copies a subtree whole) and `extra_top` spliced in before `spec:`.
+std::string WithVolumes(const std::string& value, const std::string& extra_top = "") {
+  std::string d = Doc(kX, "", "            volumes: " + value + "\n");
+  d.insert(d.find("spec:\n"), extra_top);
+  return d;
+}
+
+// A "billion laughs": 9 levels of 9 aliases each, 9^9 (387 million) nodes
+// from about 1 KB.
+std::string AliasBomb() {
+  std::string top = "x-lol:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 9; ++i) {
+    std::string prev = "*a" + std::to_string(i - 1);
+    top += "  a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
+    for (int k = 1; k < 9; ++k) top += ", " + prev;
+    top += "]\n";
+  }
+  return WithVolumes("*a9", top);
+}
+
+}  // namespace
+
+TEST_CASE("import katib: an aliased node reads as a copy of what it names", "[import][katib]") {
+  Converted c = Import(Doc(
+      "    - &x {name: x, parameterType: double, feasibleSpace: &range {min: \"0.1\", max: \"0.9\"}}\n"
+      "    - {name: y, parameterType: double, feasibleSpace: *range}\n"));
+  CHECK(c.json["parameters"]["y"] == c.json["parameters"]["x"]);
+  // One subtree named twice in a copied subtree (volumes) is two copies.
+  Converted v = Import(WithVolumes("[{name: a, emptyDir: &empty {medium: Memory}}, {name: b, emptyDir: *empty}]"));
+  CHECK(v.json["backend"]["volumes"] == Json::parse(R"([{"name": "a", "emptyDir": {"medium": "Memory"}},
+      {"name": "b", "emptyDir": {"medium": "Memory"}}])"));
+}
+
+TEST_CASE("import katib: merge keys are applied as kubectl reads them", "[import][katib]") {
+  // The map's own keys win over merged ones; of merged maps the first.
+  Converted c = Import(Doc(
+      "    - &x {name: x, parameterType: double, feasibleSpace: {min: \"0.1\", max: \"0.9\"}}\n"
+      "    - <<: *x\n"
+      "      name: y\n"
+      "    - <<: [{feasibleSpace: {min: 1, max: 3}}, *x]\n"
+      "      name: z\n"
+      "      parameterType: int\n"));
+  CHECK(c.json["parameters"]["y"] == c.json["parameters"]["x"]);
+  CHECK(c.json["parameters"]["z"] == Json::parse(R"({"type": "randint", "low": 1, "high": 4})"));
+  CHECK_FALSE(HasNote(c, "spec.parameters[1].<<"));
+  // Merged maps may merge in turn; the merged map is the same wherever it
+  // is aliased.
+  // (Not a valid experiment: two volumes named a.)
+  Converted nested =
+      Import(WithVolumes("[&base {name: a, <<: {emptyDir: {}}}, {<<: *base, name: b}, *base]"), "exp.yaml", false);
+  CHECK(nested.json["backend"]["volumes"] == Json::parse(R"([{"name": "a", "emptyDir": {}},
+      {"name": "b", "emptyDir": {}}, {"name": "a", "emptyDir": {}}])"));
+  // A quoted "<<" is an ordinary key.
+  Converted quoted = Import(Doc("    - {name: x, parameterType: double, feasibleSpace: {min: 0, max: 1}, \"<<\": 1}\n"));
+  CHECK(HasNote(quoted, "spec.parameters[0][\"<<\"]: not carried over"));
+  CHECK(ImportError(Doc("    - {name: x, <<: 3}\n")) ==
+        "exp.yaml: line 13: spec.parameters[0][\"<<\"]: expected a map or a list of maps to merge, got \"3\"");
+  CHECK(ImportError(Doc("    - {name: x, <<: [{a: 1}, [b]]}\n")) ==
+        "exp.yaml: line 13: spec.parameters[0][\"<<\"][1]: expected a map to merge, got a list");
+}
+
+TEST_CASE("import katib: an alias inside the node it names is refused, not followed", "[import][katib]") {
+  // It used to recurse until the stack overflowed (SIGSEGV).
+  const std::string pod = "spec.trialTemplate.trialSpec.spec.template.spec.volumes";
+  CHECK(ImportError(WithVolumes("&v [*v]")) ==
+        "exp.yaml: line 31: " + pod + "[0]: expected a value, got an alias to " + pod + ", which holds it");
+  CHECK(ImportError(WithVolumes("[{name: a, emptyDir: &m {x: [*m]}}]")) ==
+        "exp.yaml: line 31: " + pod + "[0].emptyDir.x[0]: expected a value, got an alias to " + pod +
+            "[0].emptyDir, which holds it");
+  // Anywhere in the document, also where nothing is converted, and as a key.
+  CHECK(ImportError(WithVolumes("[]", "x-loop: &l {a: {b: *l}}\n")) ==
+        "exp.yaml: line 5: x-loop.a.b: expected a value, got an alias to x-loop, which holds it");
+  CHECK(ImportError(WithVolumes("[]", "x-key: &k {? *k : 1}\n")).find("got an alias to x-key, which holds it") !=
+        std::string::npos);
+  CHECK(ImportError("&doc {a: *doc}\n") ==
+        "exp.yaml: line 1: a: expected a value, got an alias to the document, which holds it");
+}
+
+TEST_CASE("import katib: an alias bomb is refused before it is expanded", "[import][katib]") {
+  // It used to grow to 4 GB, then end in bad_alloc.
+  std::string bomb = AliasBomb();
+  CHECK(bomb.size() < 1500);
+  std::string msg = ImportError(bomb, "bomb.yaml");
+  CHECK(msg.rfind("bomb.yaml: line ", 0) == 0);
+  CHECK(msg.find(": x-lol.a5[") != std::string::npos);
+  CHECK(msg.find(": expected at most 100000 nodes with aliases expanded, got more") != std::string::npos);
+  // Few nodes, but a long scalar many times: 40 copies of 200 KB.
+  std::string many = "[*s";
+  for (int i = 1; i < 40; ++i) many += ", *s";
+  std::string text = WithVolumes(many + "]", "x-text: &s " + std::string(200000, 'x') + "\n");
+  CHECK(ImportError(text).find("expected at most 4 MiB (4194304 bytes) of scalar text with aliases expanded, got "
+                               "more") != std::string::npos);
+}
+
+TEST_CASE("import katib: nesting is limited to 100 levels, also through aliases", "[import][katib]") {
+  std::string deep = WithVolumes(std::string(150, '[') + std::string(150, ']'));
+  CHECK(ImportError(deep).find(": expected at most 100 levels of nesting with aliases expanded, got more") !=
+        std::string::npos);
+  Import(WithVolumes("[{name: a, emptyDir: {}}]", "x-deep: " + std::string(90, '[') + std::string(90, ']') + "\n"));
+  // Each anchor 50 levels deeper than the last: 200 anchors, 10,000 levels.
+  std::string chain = "x-chain:\n  c0: &c0 " + std::string(50, '[') + std::string(50, ']') + "\n";
+  for (int i = 1; i < 200; ++i) {
+    chain += "  c" + std::to_string(i) + ": &c" + std::to_string(i) + " " + std::string(50, '[') + "*c" +
+             std::to_string(i - 1) + std::string(50, ']') + "\n";
+  }
+  CHECK(ImportError(WithVolumes("*c199", chain)).find("x-chain.c1") != std::string::npos);
+  // yaml-cpp stops at about 1000 levels itself (as "bad file").
+  CHECK(ImportError("a: " + std::string(100000, '[')) ==
+        "exp.yaml: line 1: expected at most 100 levels of nesting, got more");
+}
+
+TEST_CASE("import katib: text over 1 MiB is refused before it is parsed", "[import][katib]") {
+  std::string big = Doc(kX) + "# " + std::string(1 << 20, 'x') + "\n";
+  CHECK(ImportError(big) == "exp.yaml: expected at most 1 MiB (1048576 bytes) of YAML, got " +
+                                std::to_string(big.size()) + " bytes");
+  Import(Doc(kX) + "# " + std::string((1 << 20) - Doc(kX).size() - 3, 'x') + "\n");
+}

@@ -7,9 +7,10 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <yaml-cpp/depthguard.h>
 
+#include "tuner/core/read_file.h"
 #include "tuner/import/katib_yaml.h"
-#include "tuner/core/json_text.h"
 
 namespace tune {
 
@@ -437,6 +438,10 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
 }  // namespace
 
 Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const std::string& path) {
+  if (yaml_text.size() > kKatibMaxYamlBytes) {
+    return Status::InvalidArgument(path + ": expected at most " + ByteCount(kKatibMaxYamlBytes) + " of YAML, got " +
+                                   std::to_string(yaml_text.size()) + " bytes");
+  }
   if (Status st = CheckText(yaml_text, path); !st.ok()) return st;
   // YAML::Load reads the first document only: yaml-cpp 0.7's LoadAll can
   // loop forever, allocating, on some malformed input (fixed upstream after
@@ -444,6 +449,11 @@ Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const st
   YAML::Node doc;
   try {
     doc = YAML::Load(yaml_text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's parser stops at about 1000 levels, before its stack does.
+    std::string where = e.mark.is_null() ? "" : "line " + std::to_string(e.mark.line + 1) + ": ";
+    return Status::InvalidArgument(path + ": " + where + "expected at most " + std::to_string(kKatibMaxDepth) +
+                                   " levels of nesting, got more");
   } catch (const YAML::ParserException& e) {
     std::string where = e.mark.is_null() ? "" : "line " + std::to_string(e.mark.line + 1) + ", column " +
                                                     std::to_string(e.mark.column + 1) + ": ";
@@ -456,9 +466,13 @@ Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const st
     return Status::InvalidArgument(path + ": line " + std::to_string(line) +
                                    ": expected one YAML document (a Katib Experiment), got a second one");
   }
+  // Before anything walks the tree: an alias may name a huge tree or hold
+  // itself.
+  if (Status st = katib_internal::CheckExpansion(doc, path); !st.ok()) return st;
   Ctx ctx(path);
   Json out = Json::object();
   try {
+    TUNE_RETURN_IF_ERROR(katib_internal::ExpandMerges(ctx, doc, ""));
     TUNE_RETURN_IF_ERROR(Convert(ctx, doc, &out));
   } catch (const YAML::Exception& e) {
     // Bad conversions are checked before they happen; this is a safety net
@@ -466,11 +480,9 @@ Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const st
     return Status::InvalidArgument(path + ": line " + std::to_string(e.mark.line + 1) + ": " + OneLine(e.msg));
   }
   KatibImport result;
-  try {
-    result.experiment_json = DumpJson(out, 2) + "\n";
-  } catch (const Json::exception&) {
-    return Status::InvalidArgument(path + ": expected UTF-8 text, got a value that is not");
-  }
+  // As DumpJson does (CheckText has refused invalid UTF-8 already), but on
+  // the ordered_json itself: DumpJson's nlohmann::json would sort the keys.
+  result.experiment_json = out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   result.notes = ctx.TakeNotes();
   return result;
 }

@@ -29,12 +29,26 @@
 // dropped silently. Thread-compatible; no global state.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "tuner/core/status.h"
 
 namespace tune {
+
+// Limits on what is imported (docs/kubernetes.md, "Coming from Katib").
+// Katib's own examples are 1-3 KB with about 100 nodes, 8 levels deep; the
+// limits only refuse files made to exhaust memory or the stack, such as an
+// alias bomb ("billion laughs") or an alias inside what it names.
+// The YAML text, in bytes.
+constexpr size_t kKatibMaxYamlBytes = size_t{1} << 20;
+// With every alias (*name) counted as a copy of the node it names: the
+// nodes (scalars, lists, maps and map keys), the bytes of scalar text, and
+// the nesting depth.
+constexpr size_t kKatibMaxNodes = 100000;
+constexpr size_t kKatibMaxTextBytes = size_t{4} << 20;
+constexpr int kKatibMaxDepth = 100;
 
 struct KatibImport {
   // The experiment.json text (2-space indent, ending in a newline). It is
@@ -52,6 +66,9 @@ struct KatibImport {
 //   "exp.yaml: line 12: spec.algorithm.algorithmName: expected random, tpe,
 //    multivariate-tpe or grid (...), got \"cmaes\""
 //   "exp.yaml: line 3, column 5: expected valid YAML (illegal map value)"
+//   "exp.yaml: line 9: spec.x[0]: expected a value, got an alias to spec.x, which holds it"
+//   "exp.yaml: line 4: a.b[8]: expected at most 100000 nodes with aliases expanded, got more"
+// Text longer than kKatibMaxYamlBytes is refused before it is parsed.
 Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const std::string& path);
 
 }  // namespace tune

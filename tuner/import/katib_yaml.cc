@@ -1,5 +1,9 @@
 #include "tuner/import/katib_yaml.h"
+
 #include "tuner/core/json_text.h"
+#include "tuner/core/one_line.h"
+#include "tuner/core/read_file.h"
+#include "tuner/import/katib_import.h"
 
 #include <cctype>
 #include <cerrno>
@@ -48,7 +52,112 @@ bool ParseInt(const std::string& s, int64_t* out) {
   return true;
 }
 
+// The walk of CheckExpansion. The path of the node being visited is kept
+// in one string, and each ancestor with the length of its path.
+class ExpansionCheck {
+ public:
+  explicit ExpansionCheck(const std::string& file) : file_(file) {}
+
+  // `line` (0-based) is where `n` stands in the text: its key's line in a
+  // map, else its parent's (an aliased node's own mark is its anchor's).
+  Status Walk(const YAML::Node& n, int line) {
+    if (++nodes_ > kKatibMaxNodes) {
+      return Fail(line, "at most " + std::to_string(kKatibMaxNodes) + " nodes with aliases expanded, got more");
+    }
+    if (n.IsScalar()) {
+      text_bytes_ += n.Scalar().size();
+      if (text_bytes_ > kKatibMaxTextBytes) {
+        return Fail(line, "at most " + ByteCount(kKatibMaxTextBytes) + " of scalar text with aliases expanded, got more");
+      }
+      return Status::Ok();
+    }
+    if (!n.IsMap() && !n.IsSequence()) return Status::Ok();
+    for (const auto& [ancestor, path_size] : ancestors_) {
+      if (!ancestor.is(n)) continue;
+      std::string holder = path_size == 0 ? "the document" : path_.substr(0, path_size);
+      return Fail(line, "a value, got an alias to " + ::tune::OneLine(holder, 200) + ", which holds it");
+    }
+    if (ancestors_.size() >= static_cast<size_t>(kKatibMaxDepth)) {
+      return Fail(line, "at most " + std::to_string(kKatibMaxDepth) + " levels of nesting with aliases expanded, got more");
+    }
+    ancestors_.emplace_back(n, path_.size());
+    const size_t size = path_.size();
+    const int own_line = n.Mark().is_null() ? line : n.Mark().line;
+    size_t i = 0;
+    for (const auto& item : n) {
+      if (n.IsMap()) {
+        const int key_line = item.first.Mark().is_null() ? own_line : item.first.Mark().line;
+        path_ = Child(path_, item.first.IsScalar() ? item.first.Scalar() : "?");
+        TUNE_RETURN_IF_ERROR(Walk(item.first, key_line));
+        TUNE_RETURN_IF_ERROR(Walk(item.second, key_line));
+      } else {
+        path_ = Index(path_, i++);
+        TUNE_RETURN_IF_ERROR(Walk(item, own_line));
+      }
+      path_.resize(size);
+    }
+    ancestors_.pop_back();
+    return Status::Ok();
+  }
+
+ private:
+  Status Fail(int line, const std::string& expected_got) const {
+    std::string path = path_.empty() ? "the document" : ::tune::OneLine(path_, 200);
+    return Status::InvalidArgument(file_ + ": line " + std::to_string(line + 1) + ": " + path + ": expected " +
+                                   expected_got);
+  }
+
+  const std::string& file_;
+  std::string path_;
+  std::vector<std::pair<YAML::Node, size_t>> ancestors_;
+  size_t nodes_ = 0, text_bytes_ = 0;
+};
+
 }  // namespace
+
+Status CheckExpansion(const YAML::Node& doc, const std::string& file) {
+  ExpansionCheck check(file);
+  return check.Walk(doc, doc.Mark().is_null() ? 0 : doc.Mark().line);
+}
+
+Status ExpandMerges(const Ctx& ctx, const YAML::Node& n, const std::string& path) {
+  if (n.IsSequence()) {
+    size_t i = 0;
+    for (const auto& item : n) TUNE_RETURN_IF_ERROR(ExpandMerges(ctx, item, Index(path, i++)));
+    return Status::Ok();
+  }
+  if (!n.IsMap()) return Status::Ok();
+  // The merged maps first (they may merge in turn), then this one.
+  std::vector<YAML::Node> merge_keys, sources;
+  for (const auto& kv : n) {
+    const bool merge = kv.first.IsScalar() && kv.first.Scalar() == "<<" && Plain(kv.first);
+    const std::string child = Child(path, kv.first.IsScalar() ? kv.first.Scalar() : "?");
+    TUNE_RETURN_IF_ERROR(ExpandMerges(ctx, kv.second, child));
+    if (!merge) continue;
+    merge_keys.push_back(kv.first);
+    if (kv.second.IsMap()) {
+      sources.push_back(kv.second);
+      continue;
+    }
+    if (!kv.second.IsSequence()) return ctx.FailNode(kv.second, child, "a map or a list of maps to merge");
+    size_t i = 0;
+    for (const auto& item : kv.second) {
+      if (!item.IsMap()) return ctx.FailNode(item, Index(child, i), "a map to merge");
+      sources.push_back(item);
+      ++i;
+    }
+  }
+  if (merge_keys.empty()) return Status::Ok();
+  YAML::Node map = n;  // the same node, not a copy
+  for (const YAML::Node& key : merge_keys) map.remove(key);
+  for (const YAML::Node& source : sources) {
+    for (const auto& kv : source) {
+      if (!kv.first.IsScalar() || Get(map, kv.first.Scalar()).IsDefined()) continue;
+      map[kv.first.Scalar()] = kv.second;  // shared, as an alias is
+    }
+  }
+  return Status::Ok();
+}
 
 std::string Child(const std::string& path, const std::string& key) {
   std::string k = IsWord(key) ? key : "[" + Quote(key) + "]";

@@ -50,6 +50,19 @@ int SecondDocumentLine(const std::string& text);
 // quote the offending character, e.g. a line break).
 std::string OneLine(const std::string& msg);
 
+// Checks the loaded document against kKatibMaxNodes, kKatibMaxTextBytes
+// and kKatibMaxDepth (katib_import.h), walking it as the conversion does:
+// each alias (*name) as a copy of the node it names. yaml-cpp shares an
+// aliased node instead of copying it, so a small file can name a huge tree
+// ("billion laughs"), or a node can hold itself (`volumes: &v [*v]`) and
+// a walk never end. Errors are InvalidArgument, one sentence:
+//   "<file>: line <n>: <path>: expected a value, got an alias to <path>, which holds it"
+//   "<file>: line <n>: <path>: expected at most 100000 nodes with aliases expanded, got more"
+// After an OK, every walk of the document (Ctx::ToJson) ends, and within
+// these limits. Stops at the first limit crossed: costs at most about
+// kKatibMaxNodes * kKatibMaxDepth steps.
+Status CheckExpansion(const YAML::Node& doc, const std::string& file);
+
 // The value under `key` of a map node; an undefined node when `map` is not
 // a map or has no such key. A YAML null (`key:` with nothing after it)
 // counts as absent.
@@ -99,6 +112,16 @@ class Ctx {
   std::string file_;
   std::vector<std::string> notes_;
 };
+
+// Applies YAML merge keys as kubectl reads them (yaml-cpp keeps `<<` as an
+// ordinary key): a map with `<<: *base` or `<<: [*a, *b]` gets each key of
+// the merged maps that it does not have itself (an earlier map in the list
+// wins), and loses the `<<` key. Changes the document in place; a merged
+// map is changed wherever it is aliased. Call after CheckExpansion, which
+// bounds the walk; merging never adds nodes to the expanded document.
+// Error: "<file>: line <n>: <path>: expected a map or a list of maps to
+// merge, got ..." (through `ctx`).
+Status ExpandMerges(const Ctx& ctx, const YAML::Node& n, const std::string& path);
 
 // The sections, one file each (katib_<section>.cc).
 // spec.trialTemplate -> `trial` and `backend` (filled in, not replaced).
