@@ -54,11 +54,11 @@ for t in "${targets[@]}"; do
   [ -f "fuzz/$name.dict" ] && args+=(-dict="fuzz/$name.dict")
   echo "fuzz.sh: $t for ${seconds}s"
   rc=0
-  # Seeds: fuzz/corpus/<name>/, or the test fixtures a target shares with
+  # Seeds: fuzz/corpus/<name>/, plus the test fixtures a target shares with
   # its Catch2 tests (Katib's own examples, kept once with their licence).
-  seeds=fuzz/corpus/$name
-  [ "$name" = katib_import ] && seeds=tests/import/katib
-  "build-fuzz/bin/$t" "${args[@]}" "$work" "$seeds" >"$log" 2>&1 || rc=$?
+  seeds=("fuzz/corpus/$name")
+  [ "$name" = katib_import ] && seeds+=(tests/import/katib)
+  "build-fuzz/bin/$t" "${args[@]}" "$work" "${seeds[@]}" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   added=$(sed -n 's/^stat::new_units_added: *//p' "$log" | tail -1)
   found=$(find "$crashes" -type f | sort)
