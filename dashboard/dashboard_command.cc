@@ -31,6 +31,12 @@ Result<std::unique_ptr<Storage>> OpenForReading(const std::optional<std::string>
   return storage;
 }
 
+// Whether `host` is reachable from this machine alone: a loopback address
+// (127.0.0.0/8, ::1) or localhost.
+bool LoopbackOnly(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
 }  // namespace
 
 int DashboardCommand(const DashboardArgs& args, std::ostream& out, std::ostream& err) {
@@ -48,6 +54,10 @@ int DashboardCommand(const DashboardArgs& args, std::ostream& out, std::ostream&
     const bool v6 = args.host.find(':') != std::string::npos;
     out << "tune dashboard: serving " << db_path << " at http://" << (v6 ? "[" : "") << args.host
         << (v6 ? "]" : "") << ":" << port << "/ (Ctrl-C to stop)" << std::endl;
+    if (!LoopbackOnly(args.host)) {
+      err << "tune dashboard: warning: --host " << args.host << " shows every experiment's parameters, results and "
+          << "logs, without authentication, to anyone who can reach port " << port << std::endl;
+    }
   });
   if (!st.ok()) return Fail(err, st.message());
   return kExitOk;

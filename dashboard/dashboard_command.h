@@ -17,7 +17,9 @@ struct DashboardArgs {
   const std::atomic<bool>* stop = nullptr;  // serve until it is set
 };
 
-// Prints "tune dashboard: serving DB at http://HOST:PORT/" once listening.
+// Prints "tune dashboard: serving DB at http://HOST:PORT/" once listening,
+// and on `err` a one-line warning when HOST is not a loopback address
+// (anyone who reaches the port reads everything: there is no login).
 int DashboardCommand(const DashboardArgs& args, std::ostream& out, std::ostream& err);
 
 struct ReportArgs {

@@ -1,10 +1,16 @@
 #include "dashboard/dashboard_data.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
-#include <fstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +24,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
+
+// How much of a log's end a trial's document reads, per rank, and how long
+// a line it shows: a progress bar that rewrites one "line" with \r for
+// hours is hundreds of MB without a newline (docs/dashboard.md).
+constexpr size_t kLogWindowBytes = 256 * 1024;
+constexpr size_t kLogLineBytes = 8 * 1024;
 
 const TrialState kStates[] = {TrialState::kPending, TrialState::kRunning,   TrialState::kCompleted,
                               TrialState::kPruned,  TrialState::kFailed,    TrialState::kStopped};
@@ -172,22 +184,100 @@ Json ImportanceJson(const std::optional<ExperimentSpec>& spec, const std::vector
   return j;
 }
 
-// The last `n` lines of a file (read as a whole: logs of one trial), and
-// whether lines were left out; nullopt if it cannot be read.
-std::optional<std::pair<std::vector<std::string>, bool>> Tail(const fs::path& path, int n) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::deque<std::string> lines;
-  bool dropped = false;
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(std::move(line));
+// A rank's log as the page shows it: the last lines, whether some were
+// left out, or why the file was not read.
+struct LogTail {
+  std::vector<std::string> lines;
+  bool truncated = false;
+  bool missing = false;  // no such file
+  std::string error;     // there, but not read: one sentence
+};
+
+// Closes a descriptor when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+// The last `n` lines of runs_dir/<experiment>/<trial dir>/<file>, read from
+// a window of at most kLogWindowBytes at the file's end; a line longer
+// than kLogLineBytes keeps its last kLogLineBytes, after "[...] " (so does
+// the window's first line when the window starts inside it). Nothing
+// below runs_dir may be a symbolic link (each step is opened with
+// O_NOFOLLOW, so a log linked to a file elsewhere is not read), and the
+// log must be a regular file (opened without blocking: a FIFO is refused,
+// never waited on).
+LogTail Tail(const std::string& runs_dir, const std::string& experiment, const std::string& trial_dir,
+             const std::string& file, int n) {
+  LogTail tail;
+  Fd runs(open(runs_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd exp(runs.fd < 0 ? -1 : openat(runs.fd, experiment.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  Fd trial(exp.fd < 0 ? -1 : openat(exp.fd, trial_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (trial.fd < 0) {
+    if (errno == ENOENT || runs.fd < 0) tail.missing = true;
+    else tail.error = "the trial's directory is a symbolic link or not a directory: not read";
+    return tail;
+  }
+  Fd log(openat(trial.fd, file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat st {};
+  if (log.fd < 0) {
+    if (errno == ENOENT) tail.missing = true;
+    else if (errno == ELOOP) tail.error = file + " is a symbolic link: not read";
+    else tail.error = file + ": " + std::strerror(errno);
+    return tail;
+  }
+  if (fstat(log.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    tail.error = file + " is not a regular file (a FIFO, device or directory): not read";
+    return tail;
+  }
+  const off_t size = st.st_size;
+  const off_t start = size > static_cast<off_t>(kLogWindowBytes) ? size - static_cast<off_t>(kLogWindowBytes) : 0;
+  std::string window(static_cast<size_t>(size - start), '\0');
+  size_t got = 0;
+  while (got < window.size()) {
+    const ssize_t r = pread(log.fd, window.data() + got, window.size() - got, start + static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;  // shorter now (rotated or cut): what was read
+    got += static_cast<size_t>(r);
+  }
+  window.resize(got);
+  std::string_view rest(window);
+  // A window that starts after the file's start starts inside a line: its
+  // first line is shown as cut.
+  bool cut_first = start > 0;
+  tail.truncated = start > 0;
+  std::deque<std::string_view> lines;
+  while (!rest.empty()) {
+    const size_t newline = rest.find('\n');
+    lines.push_back(rest.substr(0, newline));
+    if (newline == std::string_view::npos) break;
+    rest.remove_prefix(newline + 1);
     if (static_cast<int>(lines.size()) > n) {
       lines.pop_front();
-      dropped = true;
+      tail.truncated = true;
+      cut_first = false;
     }
   }
-  return std::make_pair(std::vector<std::string>(lines.begin(), lines.end()), dropped);
+  if (static_cast<int>(lines.size()) > n) {
+    lines.pop_front();
+    tail.truncated = true;
+    cut_first = false;
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view line = lines[i];
+    if (line.size() > kLogLineBytes || (i == 0 && cut_first)) {
+      if (line.size() > kLogLineBytes) line.remove_prefix(line.size() - kLogLineBytes);
+      tail.lines.push_back("[...] " + std::string(line));
+    } else {
+      tail.lines.emplace_back(line);
+    }
+  }
+  return tail;
 }
 
 // JSON text for the page. Invalid UTF-8 (a log line cut mid-character, a
@@ -224,14 +314,16 @@ Result<Json> TrialDoc(Storage& storage, const std::string& runs_dir, const Exper
   std::snprintf(dir, sizeof dir, "trial_%04d", record.trial.number);
   for (int rank = 0; rank < workers; ++rank) {
     const std::string file = "rank_" + std::to_string(rank) + ".log";
-    auto tail = Tail(fs::path(runs_dir) / e.name / dir / file, log_lines);
+    LogTail tail = Tail(runs_dir, e.name, dir, file, log_lines);
     Json log{{"rank", rank}, {"file", std::string(dir) + "/" + file}};
-    if (tail) {
-      log["lines"] = tail->first;
-      log["truncated"] = tail->second;
-    } else {
-      log["lines"] = Json::array();
+    log["lines"] = std::move(tail.lines);
+    if (tail.missing) {
       log["missing"] = true;
+    } else if (!tail.error.empty()) {
+      log["missing"] = true;
+      log["error"] = tail.error;
+    } else {
+      log["truncated"] = tail.truncated;
     }
     logs.push_back(log);
   }

@@ -5,16 +5,22 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "dashboard/assets.h"
+#include "dashboard/http_connections.h"
 #include "dashboard/http_gzip.h"
+#include "dashboard/request_head.h"
+#include "dashboard/request_rules.h"
 #include "tuner/core/json_text.h"
 
 namespace tune {
@@ -127,11 +133,167 @@ void SendBadRequest(const httplib::Request& req, httplib::Response& res, const s
   SetBody(req, res, DumpJson(nlohmann::json{{"error", why}}), kJsonType);
 }
 
+// cpp-httplib's Stream over one request head in memory: what a worker
+// gives process_request. Reading ends with the head (a request with a body
+// is refused before anything would read it); what is written is kept, to
+// be sent by the polling thread.
+class HeadStream : public httplib::Stream {
+ public:
+  HeadStream(const std::string& head, const RequestContext& context) : head_(head), context_(context) {}
+  bool is_readable() const override { return true; }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, head_.size() - offset_);
+    std::memcpy(ptr, head_.data() + offset_, n);
+    offset_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = context_.remote_addr;
+    port = context_.remote_port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = context_.local_addr;
+    port = context_.local_port;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  std::string& out() { return out_; }
+
+ private:
+  const std::string& head_;
+  const RequestContext& context_;
+  size_t offset_ = 0;
+  std::string out_;
+};
+
+// A TaskQueue that runs each accepted connection's task at once, on the
+// accepting thread: the task (GuardedServer::process_and_close_socket)
+// only hands the socket to HttpConnections.
+class HandOverQueue : public httplib::TaskQueue {
+ public:
+  explicit HandOverQueue(HttpConnections& connections) : connections_(connections) {}
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override { connections_.Stop(); }
+
+ private:
+  HttpConnections& connections_;
+};
+
+// cpp-httplib's Server with its per-connection entry point replaced: the
+// socket goes to HttpConnections, whose workers call AnswerHead.
+class GuardedServer : public httplib::Server {
+ public:
+  explicit GuardedServer(const ConnectionLimits& limits) : limits_(limits) {
+    new_task_queue = [this] {
+      connections_ = std::make_unique<HttpConnections>(
+          limits_, [this](const std::string& head, const RequestContext& context) { return AnswerHead(head, context); });
+      return new HandOverQueue(*connections_);
+    };
+    // What cpp-httplib states in its Keep-Alive header.
+    set_keep_alive_max_count(static_cast<size_t>(limits_.max_requests_per_connection));
+    set_keep_alive_timeout(std::chrono::duration_cast<std::chrono::seconds>(limits_.head_timeout).count());
+  }
+
+  // One request: cpp-httplib parses the head, routes it and writes the
+  // answer into memory. The connection stays open after a status below 400
+  // unless the request or `context.last` closes it.
+  Answer AnswerHead(const std::string& head, const RequestContext& context) {
+    HeadStream stream(head, context);
+    bool closed = false;
+    const bool ok = process_request(stream, context.last, closed, nullptr);
+    Answer answer;
+    answer.bytes = std::move(stream.out());
+    int status = 0;
+    if (answer.bytes.size() > 12 && answer.bytes.compare(0, 9, "HTTP/1.1 ") == 0) {
+      status = std::atoi(answer.bytes.substr(9, 3).c_str());
+    }
+    answer.keep_open = ok && !closed && !context.last && status >= 200 && status < 400;
+    return answer;
+  }
+
+  const ConnectionLimits& limits() const { return limits_; }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    connections_->Add(sock);
+    return true;
+  }
+
+  ConnectionLimits limits_;
+  std::unique_ptr<HttpConnections> connections_;
+};
+
+RequestFacts FactsOf(const httplib::Request& req) {
+  RequestFacts facts;
+  facts.method = req.method;
+  auto values = [&](const char* name) {
+    std::vector<std::string> out;
+    auto [begin, end] = req.headers.equal_range(name);
+    for (auto it = begin; it != end; ++it) out.push_back(it->second);
+    return out;
+  };
+  facts.hosts = values("Host");
+  facts.origins = values("Origin");
+  facts.content_lengths = values("Content-Length");
+  facts.has_transfer_encoding = req.has_header("Transfer-Encoding");
+  facts.local_addr = req.local_addr;
+  return facts;
+}
+
 }  // namespace
 
-Status ServeDashboard(DashboardData& data, const ServerOptions& options, const std::atomic<bool>* stop,
-                      const std::function<void(int port)>& on_listening) {
-  httplib::Server server;
+struct DashboardServer::Impl {
+  Impl(DashboardData& data, const ServerOptions& options)
+      : data(data), options(options), server(ConnectionLimits{}), rules(options.host, options.port) {}
+  DashboardData& data;
+  ServerOptions options;
+  GuardedServer server;
+  RequestRules rules;  // set again by Bind() (the port)
+  int port = -1;
+};
+
+DashboardServer::DashboardServer(DashboardData& data, const ServerOptions& options)
+    : impl_(std::make_unique<Impl>(data, options)) {
+  GuardedServer& server = impl_->server;
+  // Before any route: the Host and Origin rule, GET or HEAD, no body.
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<Refusal> refusal = impl_->rules.Check(FactsOf(req));
+    if (!refusal) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = refusal->status;
+    if (refusal->status == 405) res.set_header("Allow", "GET, HEAD");
+    res.set_header("Cache-Control", "no-store");
+    res.body = DumpJson(nlohmann::json{{"error", refusal->message}});
+    res.set_header("Content-Type", kJsonType);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // An answer of 400 or more closes the connection (HttpConnections does):
+  // say so instead of the Keep-Alive cpp-httplib would state.
+  server.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.status < 400) return;
+    res.headers.erase("Keep-Alive");
+    if (!res.has_header("Connection")) res.set_header("Connection", "close");
+  });
+  // An exception out of a handler: a 500 with one sentence (never
+  // std::terminate, never the exception's text in a header).
+  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "an unknown exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    res.status = 500;
+    res.headers.erase("Content-Encoding");
+    res.headers.erase("ETag");
+    res.set_header("Cache-Control", "no-store");
+    res.body = DumpJson(nlohmann::json{{"error", "internal error: " + what}});
+    res.set_header("Content-Type", kJsonType);
+  });
   // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
   // second dashboard would share a port in use instead of being refused.
   server.set_socket_options([](socket_t sock) {
@@ -172,14 +334,17 @@ Status ServeDashboard(DashboardData& data, const ServerOptions& options, const s
   const std::string server_tag =
       std::to_string(getpid()) + "." +
       std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-  server.Get("/api/experiments", [&](const httplib::Request& req, httplib::Response& res) {
-    SendTagged(req, res, data, server_tag, [&] { return data.Experiments(); });
+  // The data by pointer: a lambda that captures a reference parameter by
+  // reference outlives the parameter.
+  DashboardData* const d = &data;
+  server.Get("/api/experiments", [d, server_tag](const httplib::Request& req, httplib::Response& res) {
+    SendTagged(req, res, *d, server_tag, [&] { return d->Experiments(); });
   });
-  server.Get("/api/experiment", [&](const httplib::Request& req, httplib::Response& res) {
+  server.Get("/api/experiment", [d, server_tag](const httplib::Request& req, httplib::Response& res) {
     if (!req.has_param("name")) return SendBadRequest(req, res, "expected ?name=EXPERIMENT");
-    SendTagged(req, res, data, server_tag, [&] { return data.Experiment(req.get_param_value("name")); });
+    SendTagged(req, res, *d, server_tag, [&] { return d->Experiment(req.get_param_value("name")); });
   });
-  server.Get("/api/trial", [&](const httplib::Request& req, httplib::Response& res) {
+  server.Get("/api/trial", [d](const httplib::Request& req, httplib::Response& res) {
     if (!req.has_param("experiment") || !req.has_param("number")) {
       return SendBadRequest(req, res, "expected ?experiment=NAME&number=N");
     }
@@ -194,9 +359,15 @@ Status ServeDashboard(DashboardData& data, const ServerOptions& options, const s
     if (used == 0 || used != number.size() || n < 0) {
       return SendBadRequest(req, res, "number: expected a trial number (0, 1, ...)");
     }
-    SendJson(req, res, data.TrialDetail(req.get_param_value("experiment"), n));
+    SendJson(req, res, d->TrialDetail(req.get_param_value("experiment"), n));
   });
+}
 
+DashboardServer::~DashboardServer() = default;
+
+Result<int> DashboardServer::Bind() {
+  GuardedServer& server = impl_->server;
+  const ServerOptions& options = impl_->options;
   int port = options.port;
   if (port == 0) {
     port = server.bind_to_any_port(options.host);
@@ -208,6 +379,13 @@ Status ServeDashboard(DashboardData& data, const ServerOptions& options, const s
     return Status::Unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
                                BindError(options.host, options.port));
   }
+  impl_->port = port;
+  impl_->rules = RequestRules(options.host, port);
+  return port;
+}
+
+void DashboardServer::Serve(const std::atomic<bool>* stop) {
+  GuardedServer& server = impl_->server;
   std::thread watcher;
   std::atomic<bool> done{false};
   if (stop != nullptr) {
@@ -216,10 +394,41 @@ Status ServeDashboard(DashboardData& data, const ServerOptions& options, const s
       server.stop();
     });
   }
-  on_listening(port);
   server.listen_after_bind();
   done = true;
   if (watcher.joinable()) watcher.join();
+}
+
+std::string DashboardServer::AnswerConnection(std::string_view bytes) {
+  GuardedServer& server = impl_->server;
+  const ConnectionLimits& limits = server.limits();
+  RequestContext context;
+  context.local_addr = context.remote_addr = "127.0.0.1";
+  context.local_port = impl_->port > 0 ? impl_->port : impl_->options.port;
+  context.remote_port = 40000;
+  std::string out;
+  for (int served = 0;; ++served) {
+    ScannedHead head = ScanRequestHead(bytes, limits.head);
+    if (head.state == HeadState::kIncomplete) break;  // the client closed mid-head: no answer
+    if (head.state == HeadState::kTooLarge) {
+      out += HeadTooLargeResponse(limits.head);
+      break;
+    }
+    bytes.remove_prefix(head.consumed);
+    context.last = served + 1 >= limits.max_requests_per_connection;
+    Answer answer = server.AnswerHead(head.head, context);
+    out += answer.bytes;
+    if (!answer.keep_open) break;
+  }
+  return out;
+}
+
+Status ServeDashboard(DashboardData& data, const ServerOptions& options, const std::atomic<bool>* stop,
+                      const std::function<void(int port)>& on_listening) {
+  DashboardServer server(data, options);
+  TUNE_ASSIGN_OR_RETURN(int port, server.Bind());
+  on_listening(port);
+  server.Serve(stop);
   return Status::Ok();
 }
 

@@ -550,7 +550,7 @@
       });
       logs.replaceChildren(...t.logs.map((l) => el('div', null,
         el('h3', { text: 'rank ' + l.rank + ' · ' + l.file + (l.truncated ? ' (last ' + l.lines.length + ' lines)' : '') }),
-        el('pre', { class: 'log', text: l.missing ? '(no log file)' : l.lines.join('\n') }))));
+        el('pre', { class: 'log', text: l.error ? '(' + l.error + ')' : l.missing ? '(no log file)' : l.lines.join('\n') }))));
     };
   }
 

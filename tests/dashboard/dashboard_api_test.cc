@@ -52,7 +52,8 @@ std::pair<std::string, std::string> RawGet(int port, const std::string& path, co
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string response;
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + extra + "\r\n";
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nConnection: close\r\n" + extra + "\r\n";
     if (send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
       char buf[65536];
       for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));

@@ -100,6 +100,7 @@ class Child {
     }
     return pid_ > 0 ? -1 : code_;
   }
+  pid_t pid() const { return pid_; }
   std::string Log() const {
     std::ifstream f(log_);
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -111,12 +112,13 @@ class Child {
   int code_ = -1;
 };
 
-// A `tune dashboard --db DB --port 0` child; port() is where it listens.
+// A `tune dashboard --db DB --port 0 [--host HOST]` child; port() is where
+// it listens.
 class Dashboard {
  public:
-  Dashboard(const std::string& db, const fs::path& log)
-      : child_({kBin + "/tune", "dashboard", "--db", db, "--port", "0"}, log) {
-    static const std::regex kServing("serving .* at http://127\\.0\\.0\\.1:([0-9]+)/");
+  Dashboard(const std::string& db, const fs::path& log, const std::string& host = "127.0.0.1")
+      : child_({kBin + "/tune", "dashboard", "--db", db, "--port", "0", "--host", host}, log) {
+    static const std::regex kServing("serving .* at http://[^ ]*:([0-9]+)/");
     for (int i = 0; i < 200 && port_ == 0; ++i) {
       std::smatch m;
       std::string log_text = child_.Log();
