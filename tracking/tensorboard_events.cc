@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "tracking/proto_writer.h"
+#include "tuner/core/utf8.h"
 
 namespace tune::tracking {
 namespace {
@@ -65,7 +66,7 @@ ProtoWriter ParamAsValue(const ParamValue& p) {
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) {
-          v.Bytes(value::kString, x);
+          v.Bytes(value::kString, ValidUtf8(x));
         } else if constexpr (std::is_same_v<T, bool>) {
           v.Varint(value::kBool, x ? 1 : 0);
         } else {
@@ -100,7 +101,7 @@ std::string ScalarEvent(double wall_time, int64_t step, const std::string& tag, 
   ProtoWriter t;
   t.Varint(tensor::kDtype, tensor::kDtFloat).Message(tensor::kShape, ProtoWriter()).PackedFloat(tensor::kFloatVal, static_cast<float>(v));
   ProtoWriter sv;
-  sv.Bytes(summary::kTag, tag).Message(summary::kMetadata, metadata).Message(summary::kTensor, t);
+  sv.Bytes(summary::kTag, ValidUtf8(tag)).Message(summary::kMetadata, metadata).Message(summary::kTensor, t);
   return WrapSummaryValue(wall_time, step, sv);
 }
 
@@ -108,10 +109,10 @@ std::string SessionStartEvent(double wall_time, const ParamMap& params, const st
   ProtoWriter start;
   for (const auto& [name, p] : params) {
     ProtoWriter entry;
-    entry.Bytes(hparams::kMapKey, name).Message(hparams::kMapValue, ParamAsValue(p));
+    entry.Bytes(hparams::kMapKey, ValidUtf8(name)).Message(hparams::kMapValue, ParamAsValue(p));
     start.Message(hparams::kHparams, entry);
   }
-  if (!group_name.empty()) start.Bytes(hparams::kGroupName, group_name);
+  if (!group_name.empty()) start.Bytes(hparams::kGroupName, ValidUtf8(group_name));
   start.Double(hparams::kStartTimeSecs, wall_time);
   ProtoWriter data;
   data.Message(hparams::kSessionStartInfo, start);

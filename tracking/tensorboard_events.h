@@ -9,6 +9,9 @@
 //   the exact values stay in the database;
 // - the HParams plugin's session start (the trial's parameters) and session
 //   end (its final status), which make the HParams tab list trials as rows.
+// Their strings (tags, parameter names and values) are proto3 strings,
+// which TensorBoard's reader refuses whole files over unless they are
+// UTF-8: a byte sequence that is not is written as U+FFFD (ValidUtf8).
 #pragma once
 
 #include <cstdint>

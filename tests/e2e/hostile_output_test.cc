@@ -492,6 +492,27 @@ TEST_CASE("hostile trial output: run and every output and dashboard and report a
     }
   }
 
+  // A metric name that is not UTF-8 (a database another program wrote):
+  // `tune export tensorboard` still writes files TensorBoard reads.
+  {
+    const fs::path copy = dir.path / "latin1-name.db";
+    fs::copy_file(db_path, copy);
+    Output sql = Sh("sqlite3 " + Quote(copy.string()) +
+                    " \"UPDATE metrics SET name = CAST(X'636166E9' AS TEXT) WHERE name = 'step'\"");
+    INFO(sql.out);
+    REQUIRE(sql.code == 0);
+    const fs::path out = dir.path / "exported";
+    TuneOk("export tensorboard --db " + Quote(copy.string()) + " --experiment " + name + " --out " +
+           Quote(out.string()));
+    Output o = Sh(Quote(VenvPython("tensorboard")) + " " +
+                  Quote(std::string(TUNE_SOURCE_DIR) + "/tests/tracking/read_events.py") + " " +
+                  Quote((out / name).string()));
+    INFO(tune::ValidUtf8(o.out).substr(0, 4000));
+    REQUIRE(o.code == 0);
+    json seen = json::parse(o.out);
+    CHECK(seen["trial_0000"]["scalars"].contains("caf" + kFffd));
+  }
+
   // MLflow's own client: a run per trial with its state and error, and the
   // objective's history. A metric name MLflow refuses (it holds ESC, \n or
   // NUL) is left out, the rest of its report is not.
