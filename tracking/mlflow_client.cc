@@ -183,8 +183,9 @@ std::string MlflowConnection::PlainHttpWarning() const {
   if (!uri.ok() || uri->scheme != "http" || uri->IsLoopback()) return "";
   const bool basic = !username.empty() && !password.empty();
   if (!basic && token.empty()) return "";
-  return "tune: warning: MLflow " + std::string(basic ? "user name and password" : "token (MLFLOW_TRACKING_TOKEN)") +
-         " go unencrypted over http:// to " + uri->host + "; use an https:// tracking_uri for a server on another "
+  return "tune: warning: " +
+         std::string(basic ? "the MLflow user name and password go" : "the MLflow token (MLFLOW_TRACKING_TOKEN) goes") +
+         " unencrypted over http:// to " + uri->host + "; use an https:// tracking_uri for a server on another "
          "machine";
 }
 
@@ -213,25 +214,30 @@ struct MlflowClient::Http {
   std::chrono::steady_clock::time_point deadline;  // guarded by mu
   std::thread watchdog;
 
+  // Wakes at the deadline of the call in flight, or once a second: a call
+  // does not announce its start unless its deadline comes before the
+  // watchdog's next look (no wake-up per call).
   void Watch() {
     try {
       std::unique_lock<std::mutex> lk(mu);
       while (!quit) {
-        if (!in_flight) {
-          cv.wait(lk);
-        } else if (!cancelled && std::chrono::steady_clock::now() < deadline) {
-          cv.wait_until(lk, deadline);
-        } else {
+        const auto now = std::chrono::steady_clock::now();
+        if (in_flight && (cancelled || now >= deadline)) {
           cut = true;
           if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
-          cv.wait_for(lk, std::chrono::milliseconds(20));
+          wakes_at = now + std::chrono::milliseconds(20);
+        } else {
+          wakes_at = now + std::chrono::seconds(1);
+          if (in_flight) wakes_at = std::min(wakes_at, deadline);
         }
+        cv.wait_until(lk, wakes_at);
       }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "tune: MLflow: the call deadline watchdog stopped (%s); calls keep only per-read timeouts\n",
                    e.what());
     }
   }
+  std::chrono::steady_clock::time_point wakes_at;  // guarded by mu: the watchdog's next look
 };
 
 MlflowClient::MlflowClient(MlflowConnection c, std::chrono::milliseconds timeout)
@@ -326,8 +332,8 @@ Result<std::string> MlflowClient::Call(const char* method, const std::string& en
     h.in_flight = true;
     h.cut = false;
     h.deadline = std::chrono::steady_clock::now() + h.timeout;
+    if (h.deadline < h.wakes_at) h.cv.notify_all();
   }
-  h.cv.notify_all();
   httplib::Result res{nullptr, httplib::Error::Unknown};
   std::string failure;
   try {

@@ -45,6 +45,10 @@ Status MlflowRuns::Connect() {
   TUNE_ASSIGN_OR_RETURN(experiment_id_, client_->EnsureExperiment(name_));
   storage_target_ = "mlflow " + client_->connection().tracking_uri + " experiment " + experiment_id_;
   TUNE_ASSIGN_OR_RETURN(runs_, storage_->ListTrackingRuns(target_.experiment_id, storage_target_));
+  // Trials numbered from here on are made after this point: no earlier
+  // process can have made their runs.
+  TUNE_ASSIGN_OR_RETURN(TrialTally tally, storage_->TallyTrials(target_.experiment_id, target_.maximize));
+  first_new_number_ = tally.total;
   connected_ = true;
   return Status::Ok();
 }
@@ -54,8 +58,12 @@ Result<std::string> MlflowRuns::FindOrCreate(int number, const std::string& run_
   if (created) *created = false;
   if (auto it = runs_.find(number); it != runs_.end()) return it->second;
   const std::string key = target_.tune_experiment + "/" + (number == kParent ? std::string("parent") : run_name);
-  TUNE_ASSIGN_OR_RETURN(std::vector<MlflowRun> found,
-                        client_->SearchRuns(experiment_id_, "tags.`tune.run_key` = " + FilterString(key)));
+  // The search finds a run made by an earlier process (or by a call of this
+  // one whose answer was lost); a trial new to this process has none.
+  std::vector<MlflowRun> found;
+  if (number == kParent || number < first_new_number_ || create_failed_.count(number)) {
+    TUNE_ASSIGN_OR_RETURN(found, client_->SearchRuns(experiment_id_, "tags.`tune.run_key` = " + FilterString(key)));
+  }
   std::string run_id;
   if (!found.empty()) {
     run_id = found.front().run_id;
@@ -68,7 +76,12 @@ Result<std::string> MlflowRuns::FindOrCreate(int number, const std::string& run_
       tags.emplace_back("mlflow.parentRunId", parent);
       tags.emplace_back("tune.trial_number", std::to_string(number));
     }
-    TUNE_ASSIGN_OR_RETURN(run_id, client_->CreateRun(experiment_id_, run_name, Millis(start_time), tags));
+    Result<std::string> made = client_->CreateRun(experiment_id_, run_name, Millis(start_time), tags);
+    if (!made.ok()) {
+      create_failed_.insert(number);
+      return made.status();
+    }
+    run_id = *made;
     if (created) *created = true;
   }
   runs_[number] = run_id;

@@ -10,6 +10,8 @@
 //   created by a call whose answer was lost, or whose id the database never
 //   got), else it is created and its id stored. So a retried call, a
 //   resumed `tune run` and `tune export mlflow` all reach the same runs.
+//   The search is skipped for a trial made after Connect() whose run was
+//   never tried: no one else can have made it.
 // - Trial params: the trial's values (ParamToString). Metrics: every counted
 //   report, with its step and time. Tags: tune.state, tune.attempt,
 //   tune.pruned_rung, tune.error. Status: FINISHED (completed), FAILED,
@@ -22,6 +24,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "tracking/mlflow_client.h"
@@ -87,6 +90,10 @@ class MlflowRuns {
   bool connected_ = false;
   std::string name_, experiment_id_, storage_target_;
   std::map<int, std::string> runs_;  // trial number (-1: parent) -> run id
+  // Trials numbered below this existed when Connect() ran; only their runs
+  // (and those of failed runs/create calls) are searched for by tag.
+  int first_new_number_ = 0;
+  std::set<int> create_failed_;
 };
 
 }  // namespace tune::tracking

@@ -58,6 +58,7 @@ void MlflowSink::Warn(const std::string& line) {
 }
 
 void MlflowSink::Push(Item item) {
+  bool was_empty = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) return;
@@ -69,9 +70,12 @@ void MlflowSink::Push(Item item) {
       ++dropped_;
       return;
     }
+    was_empty = queue_.empty();
     queue_.push_back(std::move(item));
   }
-  cv_.notify_all();
+  // The delivery thread waits only for an empty queue to fill; otherwise it
+  // looks at the queue again after each delivery by itself.
+  if (was_empty) cv_.notify_all();
 }
 
 void MlflowSink::OnAttemptStarted(const Trial& t, const std::string&) {
@@ -120,64 +124,71 @@ Status MlflowSink::Deliver(const std::vector<Item>& items) {
     parent_running_ = true;
   }
   const Item& first = items.front();
-  const int number = first.trial.number;
-  switch (first.kind) {
-    case Kind::kTrialStart: {
-      bool created = false;
-      TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time, &created));
-      TUNE_RETURN_IF_ERROR(LogBatch(run, {}, MlflowRuns::Params(first.trial), MlflowRuns::StartTags(first.trial)));
-      // A retried attempt or a resumed trial: its run ended earlier.
-      if (!created) TUNE_RETURN_IF_ERROR(client_->UpdateRun(run, "RUNNING", std::nullopt));
-      return Status::Ok();
+  if (first.kind == Kind::kExperimentEnd) {
+    TUNE_ASSIGN_OR_RETURN(std::string parent, runs_->ParentRun(first.time));
+    TUNE_ASSIGN_OR_RETURN(MlflowRuns::ParentEnd end, runs_->ParentEndFromStorage(first.time));
+    TUNE_RETURN_IF_ERROR(LogBatch(parent, end.metrics, {}, end.tags));
+    return client_->UpdateRun(parent, end.status, end.end_time_ms);
+  }
+  // One trial's items, in order: perhaps its start, reports, perhaps its
+  // end (gathered by Deliveries()); one runs/log-batch carries them all.
+  const Item* start = first.kind == Kind::kTrialStart ? &first : nullptr;
+  const Item* end = items.back().kind == Kind::kTrialEnd ? &items.back() : nullptr;
+  bool created = false;
+  TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(first.trial.number, first.time, &created));
+  MlflowTags params, tags;
+  std::vector<MlflowMetric> metrics;
+  if (start) {
+    params = MlflowRuns::Params(start->trial);
+    tags = MlflowRuns::StartTags(start->trial);
+  }
+  for (const Item& i : items) {
+    if (i.kind != Kind::kReport) continue;
+    std::vector<MlflowMetric> m = MlflowRuns::Metrics(i.report);
+    metrics.insert(metrics.end(), m.begin(), m.end());
+  }
+  double ended = 0;
+  if (end) {
+    // The pruned rung, the error message and the end time as stored (what
+    // `tune export mlflow` sends too) live in the database: one row.
+    TrialRecord record;
+    record.trial = end->trial;
+    ended = end->time;
+    if (auto stored = storage_->GetTrialSummary(end->trial.id); stored.ok()) {
+      record.pruned_rung = stored->pruned_rung;
+      record.message = stored->message;
+      ended = stored->ended_at.value_or(ended);
     }
-    case Kind::kReport: {
-      std::vector<MlflowMetric> metrics;
-      for (const Item& i : items) {
-        std::vector<MlflowMetric> m = MlflowRuns::Metrics(i.report);
-        metrics.insert(metrics.end(), m.begin(), m.end());
-      }
-      TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time));
-      return LogBatch(run, std::move(metrics), {}, {});
-    }
-    case Kind::kTrialEnd: {
-      // The pruned rung, the error message and the end time as stored (what
-      // `tune export mlflow` sends too) live in the database: one row.
-      TrialRecord record;
-      record.trial = first.trial;
-      double ended = first.time;
-      if (auto stored = storage_->GetTrialSummary(first.trial.id); stored.ok()) {
-        record.pruned_rung = stored->pruned_rung;
-        record.message = stored->message;
-        ended = stored->ended_at.value_or(ended);
-      }
-      TUNE_ASSIGN_OR_RETURN(std::string run, runs_->TrialRun(number, first.time));
-      TUNE_RETURN_IF_ERROR(LogBatch(run, {}, {}, MlflowRuns::EndTags(record)));
-      return client_->UpdateRun(run, MlflowRuns::RunStatus(first.trial.state), MlflowRuns::Millis(ended));
-    }
-    case Kind::kExperimentEnd: {
-      TUNE_ASSIGN_OR_RETURN(std::string parent, runs_->ParentRun(first.time));
-      TUNE_ASSIGN_OR_RETURN(MlflowRuns::ParentEnd end, runs_->ParentEndFromStorage(first.time));
-      TUNE_RETURN_IF_ERROR(LogBatch(parent, end.metrics, {}, end.tags));
-      return client_->UpdateRun(parent, end.status, end.end_time_ms);
+    // The end's tags replace the start's of the same key (tune.state):
+    // one request must not set a tag twice.
+    for (auto& [key, value] : MlflowRuns::EndTags(record)) {
+      auto same = std::find_if(tags.begin(), tags.end(), [&](const auto& kv) { return kv.first == key; });
+      if (same != tags.end()) same->second = value; else tags.emplace_back(key, value);
     }
   }
+  TUNE_RETURN_IF_ERROR(LogBatch(run, std::move(metrics), std::move(params), std::move(tags)));
+  // A retried attempt or a resumed trial: its run ended earlier.
+  if (start && !created && !end) return client_->UpdateRun(run, "RUNNING", std::nullopt);
+  if (end) return client_->UpdateRun(run, MlflowRuns::RunStatus(end->trial.state), MlflowRuns::Millis(ended));
   return Status::Ok();
 }
 
-// "trial 3's start", "4 reports of trial 3", ...
+// "trial 3's start", "4 reports of trial 3", "trial 3's start, 2 reports
+// and end", "the experiment's end".
 std::string MlflowSink::Describe(const std::vector<Item>& items) {
+  if (items.front().kind == Kind::kExperimentEnd) return "the experiment's end";
   const std::string trial = "trial " + std::to_string(items.front().trial.number);
-  switch (items.front().kind) {
-    case Kind::kTrialStart:
-      return trial + "'s start";
-    case Kind::kReport:
-      return Plural(items.size(), "report") + " of " + trial;
-    case Kind::kTrialEnd:
-      return trial + "'s end";
-    case Kind::kExperimentEnd:
-      return "the experiment's end";
-  }
-  return "";
+  const bool start = items.front().kind == Kind::kTrialStart;
+  const bool end = items.back().kind == Kind::kTrialEnd;
+  const size_t reports = std::count_if(items.begin(), items.end(), [](const Item& i) { return i.kind == Kind::kReport; });
+  if (!start && !end) return Plural(reports, "report") + " of " + trial;
+  std::vector<std::string> parts;
+  if (start) parts.push_back("start");
+  if (reports) parts.push_back(Plural(reports, "report"));
+  if (end) parts.push_back("end");
+  std::string out = trial + "'s ";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return out;
 }
 
 void MlflowSink::Loop() {
@@ -211,24 +222,29 @@ void MlflowSink::Deliveries() {
   while (true) {
     cv_.wait(lk, [&] { return !queue_.empty() || stopping_; });
     if (abort_ || queue_.empty()) break;
-    // The front item; if it is a report, the trial's next reports too (up
-    // to its next start or end, within log-batch's limits) go in the same
-    // batch. Items of other trials keep their places: each run still gets
-    // its items in order.
+    // The front item and, if it is a trial's, the trial's next items too:
+    // reports (within log-batch's limits) up to and including its end, but
+    // not its next start (a new attempt). Items of other trials keep their
+    // places: each run still gets its items in order.
     std::vector<size_t> picked{0};
     std::vector<Item> items{queue_.front()};
-    if (items.front().kind == Kind::kReport) {
-      size_t metrics = items.front().report.values.size();
+    const Item& front = queue_.front();
+    if (front.kind != Kind::kExperimentEnd && front.kind != Kind::kTrialEnd) {
+      size_t metrics = front.kind == Kind::kReport ? front.report.values.size() : 0;
       for (size_t i = 1; i < queue_.size() && i < kMaxScan; ++i) {
         const Item& next = queue_[i];
-        if (next.trial.id != items.front().trial.id) continue;
-        if (next.kind != Kind::kReport ||
-            metrics + next.report.values.size() > MlflowClient::kMaxMetricsPerBatch) {
-          break;
+        if (next.kind == Kind::kExperimentEnd || next.kind == Kind::kTrialStart) {
+          if (next.trial.id == front.trial.id || next.kind == Kind::kExperimentEnd) break;
+          continue;
         }
-        metrics += next.report.values.size();
+        if (next.trial.id != front.trial.id) continue;
+        if (next.kind == Kind::kReport) {
+          if (metrics + next.report.values.size() > MlflowClient::kMaxMetricsPerBatch) break;
+          metrics += next.report.values.size();
+        }
         picked.push_back(i);
         items.push_back(next);
+        if (next.kind == Kind::kTrialEnd) break;
       }
     }
     Status st = Status::Ok();
@@ -256,7 +272,7 @@ void MlflowSink::Deliveries() {
         ++more_problems_;
       }
     }
-    if (!broken_.empty()) ++refused_;
+    if (!broken_.empty()) refused_ += picked.size();
     for (auto it = picked.rbegin(); it != picked.rend(); ++it)
       queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*it));
     ++handled_;

@@ -13,12 +13,14 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "tests/e2e/e2e_util.h"
+#include "tracking/mlflow_keys.h"
 #include "tuner/storage/storage.h"
 
 namespace {
@@ -437,6 +439,99 @@ TEST_CASE("tracking.mlflow: every trial is a child run with its params, reports 
   json resumed_runs = ReadMlflow(python, server.uri(), "again")["runs"];
   CheckRuns(**storage3, "again", resumed_runs);
   CHECK(resumed_runs["again"]["status"] == "FINISHED");
+}
+
+// tracking/mlflow_keys.cc's rule against MLflow's own validation (the
+// cached environment's mlflow.utils.validation), key by key: for ASCII
+// keys they agree; keys beyond ASCII tune passes to the server.
+TEST_CASE("tracking.mlflow: the key rule agrees with MLflow's own validation", "[tracking][e2e][mlflow]") {
+  const std::string python = MlflowPython();
+  TempDir dir;
+  std::vector<std::string> keys = {"loss", "eval/loss", "a b:c-d.e_f", "x..y", "a/..b", "acc(%)", "eval//loss",
+                                   "/loss", "loss/", "./a", "a/./b", "a/../b", "..a", ".", "", "tab\tkey",
+                                   "a,b", "a=b", "q?", "#1", "a\\b", "caf\xc3\xa9", "cost\xe2\x82\xac",
+                                   std::string(250, 'k'), std::string(251, 'k')};
+  std::ofstream(dir.path / "keys.json") << json(keys).dump();
+  Output o = Sh(Quote(python) + " " + Quote(std::string(TUNE_SOURCE_DIR) + "/tests/tracking/mlflow_key_rules.py") +
+                " " + Quote((dir.path / "keys.json").string()));
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  json takes = json::parse(LastLine(o.out));
+  REQUIRE(takes.size() == keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    INFO("key \"" << keys[i] << "\": " << takes[i].dump() << ", tune: " << tune::tracking::MlflowKeyProblem(keys[i]));
+    const bool tune_takes = tune::tracking::MlflowKeyProblem(keys[i]).empty();
+    const bool ascii = std::all_of(keys[i].begin(), keys[i].end(), [](char c) { return (c & 0x80) == 0; });
+    // Beyond ASCII tune leaves the call to the server (it sends the key,
+    // and names it if the server refuses it): "é" MLflow takes, "€" not.
+    if (ascii) CHECK(tune_takes == takes[i]["param"].get<bool>()); else CHECK(tune_takes);
+    // Metric names have no length check in MLflow's validation (its key
+    // column holds 250); tune keeps to 250 for them too.
+    if (keys[i].size() <= 250) CHECK(takes[i]["metric"] == takes[i]["param"]);
+  }
+}
+
+TEST_CASE("tracking.mlflow: keys MLflow refuses are named once and the rest is logged; credentials in the URI are "
+          "stored nowhere",
+          "[tracking][e2e][mlflow]") {
+  const std::string python = MlflowPython();
+  TempDir dir;
+  MlflowServer server(python, dir.path, FreePort());
+  server.Start();
+  const std::string hostport = server.uri().substr(std::string("http://").size());
+  // Each trial prints one JSON metric line: the objective, two keys tune
+  // refuses itself, one MLflow's server refuses ("€" is not a letter) and
+  // one it takes ("é" is).
+  const std::string line =
+      R"js(echo '{"loss": ${x}, "acc(%)": 1, "eval//loss": 2, "cost€": 3, "précision": 4}')js";
+  json spec = {{"name", "keys"},
+               {"objective", {{"metric", "loss"}, {"mode", "min"}}},
+               {"parameters", {{"x", {{"type", "uniform"}, {"low", 0}, {"high", 1}}}}},
+               {"search", {{"algorithm", "random"}, {"seed", 1}}},
+               {"limits", {{"max_trials", 3}, {"max_concurrent_trials", 3}}},
+               {"trial", {{"command", {"sh", "-c", line}}}},
+               {"tracking", {{"mlflow", {{"tracking_uri", "http://alice:s3cret@" + hostport}}}}}};
+  const fs::path spec_path = dir.path / "keys.json";
+  std::ofstream(spec_path) << spec.dump(2);
+  const std::string db = (dir.path / "k.db").string();
+  Output run = Sh("MLFLOW_TRACKING_USERNAME= MLFLOW_TRACKING_PASSWORD= MLFLOW_TRACKING_TOKEN= " +
+                  Tune("run " + Quote(spec_path.string()) + " --db " + Quote(db) + " --quiet"));
+  INFO(run.out);
+  REQUIRE(run.code == 0);
+  CHECK(run.out.find("not delivered") == std::string::npos);
+  const std::string named = "tune: MLflow at " + server.uri() + " does not take the metric key ";
+  for (const std::string& key : {std::string("acc(%)"), std::string("eval//loss"), std::string("cost\xe2\x82\xac")}) {
+    INFO(key);
+    const size_t at = run.out.find(named + "\"" + key + "\"");
+    CHECK(at != std::string::npos);
+    CHECK(run.out.find(named + "\"" + key + "\"", at + 1) == std::string::npos);  // once, not per trial
+  }
+  CHECK(run.out.find("pr\xc3\xa9" "cision\"") == std::string::npos);
+
+  json got = ReadMlflow(python, server.uri(), "keys");
+  const json& runs = got["runs"];
+  CHECK(runs.size() == 4);  // the parent and 3 trials
+  for (int n = 0; n < 3; ++n) {
+    INFO(RunName(n));
+    REQUIRE(runs.contains(RunName(n)));
+    const json& metrics = runs[RunName(n)]["metrics"];
+    CHECK(metrics.size() == 2);
+    CHECK(metrics.contains("loss"));
+    CHECK(metrics.contains("pr\xc3\xa9" "cision"));
+    CHECK(runs[RunName(n)]["status"] == "FINISHED");
+  }
+  // Nothing of the credentials in the output or the database.
+  std::string bytes;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::ifstream f(db + suffix, std::ios::binary);
+    bytes.append(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  for (const std::string& text : {run.out, bytes}) {
+    CHECK(text.find("s3cret") == std::string::npos);
+    CHECK(text.find("alice") == std::string::npos);
+  }
+  Output stored = Sh("sqlite3 " + Quote(db) + " 'SELECT spec_json FROM experiments'");
+  CHECK(json::parse(stored.out)["tracking"]["mlflow"]["tracking_uri"] == server.uri());
 }
 
 }  // namespace
