@@ -272,11 +272,26 @@ DashboardServer::DashboardServer(DashboardData& data, const ServerOptions& optio
   });
   // An answer of 400 or more closes the connection (HttpConnections does):
   // say so instead of the Keep-Alive cpp-httplib would state.
+  // cpp-httplib states "Accept-Ranges: bytes" for HEAD; Range is ignored here.
   server.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    res.headers.erase("Accept-Ranges");
     if (res.status < 400) return;
     res.headers.erase("Keep-Alive");
     if (!res.has_header("Connection")) res.set_header("Connection", "close");
   });
+  // cpp-httplib's own refusals (no such route, a malformed request line or
+  // header, a request target over 8,192 bytes) have no body: give them the
+  // API's {"error": ...}.
+  server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const char* why = res.status == 404   ? "no such page (the API is under /api/, docs/dashboard.md)"
+                      : res.status == 414 ? "the request target is longer than 8,192 bytes"
+                                          : "malformed request line or header";
+    res.set_header("Cache-Control", "no-store");
+    res.body = DumpJson(nlohmann::json{{"error", why}});
+    res.set_header("Content-Type", kJsonType);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   // An exception out of a handler: a 500 with one sentence (never
   // std::terminate, never the exception's text in a header).
   server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

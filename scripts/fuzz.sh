@@ -16,7 +16,7 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   exit 2
 fi
 all=(metric_line_fuzz experiment_validate_fuzz safetensors_header_fuzz tokenizer_json_fuzz bpe_encode_fuzz
-     katib_import_fuzz trainer_config_fuzz)
+     katib_import_fuzz trainer_config_fuzz dashboard_request_fuzz)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 for t in "${targets[@]}"; do
