@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -36,6 +37,56 @@ bool IsDns1035Label(const std::string& s) {
   return s.size() <= 63 && std::regex_match(s, kRe);
 }
 
+// The offset of the first byte of `s` that does not belong to a UTF-8
+// sequence (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF),
+// or npos if `s` is UTF-8.
+size_t FirstNonUtf8(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    }
+    i += len;
+  }
+  return std::string::npos;
+}
+
+// `s` for a message: every byte that is not UTF-8 written as \xNN.
+std::string ShowBytes(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    size_t bad = FirstNonUtf8(s.substr(i));
+    if (bad == std::string::npos) return out + s.substr(i);
+    out += s.substr(i, bad);
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "\\x%02X", static_cast<unsigned char>(s[i + bad]));
+    out += hex;
+    i += bad + 1;
+  }
+  return out;
+}
+
 // Kubernetes CPU quantity: whole cores as "2", fractions in millicores.
 std::string CpuQuantity(double cpu) {
   long long m = std::llround(cpu * 1000);
@@ -57,7 +108,7 @@ Status CheckCommon(const KubernetesOptions& opts, const LaunchSpec& spec, const 
   }
   if (spec.workers < 1) return Status::InvalidArgument("trial.workers: expected at least 1");
   if (spec.argv.empty()) return Status::InvalidArgument("trial.command: expected a non-empty argv");
-  return Status::Ok();
+  return CheckManifestText(spec);
 }
 
 Result<json> ParseArray(const std::string& text, const char* key) {
@@ -113,12 +164,19 @@ json EnvVar(const std::string& name, const std::string& value) {
   return json{{"name", name}, {"value", EscapeForKubernetesExpansion(value)}};
 }
 
+json SecretEnvVar(const std::string& name, const SecretKeyRef& ref) {
+  return json{{"name", name}, {"valueFrom", {{"secretKeyRef", {{"name", ref.secret}, {"key", ref.key}}}}}};
+}
+
 json TrialEnv(const LaunchSpec& spec, const std::set<std::string>& excluded, const std::string& excluded_prefix) {
+  std::map<std::string, json> by_name;
+  for (const auto& [k, v] : spec.env) by_name[k] = EnvVar(k, v);
+  for (const auto& [k, ref] : spec.secret_env) by_name[k] = SecretEnvVar(k, ref);
   json env = json::array();
-  for (const auto& [k, v] : spec.env) {
+  for (auto& [k, e] : by_name) {
     if (excluded.count(k)) continue;
     if (!excluded_prefix.empty() && k.rfind(excluded_prefix, 0) == 0) continue;
-    env.push_back(EnvVar(k, v));
+    env.push_back(std::move(e));
   }
   return env;
 }
@@ -138,6 +196,30 @@ Status AddPodOptions(const KubernetesOptions& opts, json* pod_spec) {
 }
 
 }  // namespace render_internal
+
+Status CheckManifestText(const LaunchSpec& spec) {
+  auto check = [&](const std::string& field, const std::string& text) -> Status {
+    const size_t bad = FirstNonUtf8(text);
+    if (bad == std::string::npos) return Status::Ok();
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "\\x%02X", static_cast<unsigned char>(text[bad]));
+    std::string why = std::string("byte ") + byte + " is not UTF-8";
+    if (!spec.trial_dir.empty() && text.find(spec.trial_dir) != std::string::npos) {
+      why += "; it holds the trial's directory, which lies beside the results database: give the database a "
+             "path that is UTF-8 (--db or storage.path)";
+    }
+    return Status::InvalidArgument(field + ": expected UTF-8 text for a Kubernetes manifest, got \"" +
+                                   ShowBytes(text) + "\" (" + why + ")");
+  };
+  for (size_t i = 0; i < spec.argv.size(); ++i) {
+    TUNE_RETURN_IF_ERROR(check("trial.command[" + std::to_string(i) + "]", spec.argv[i]));
+  }
+  for (const auto& [name, value] : spec.env) {
+    TUNE_RETURN_IF_ERROR(check(name.rfind("TUNE_", 0) == 0 ? name : "trial.env." + name, value));
+  }
+  TUNE_RETURN_IF_ERROR(check("trial.working_dir", spec.working_dir));
+  return check("name", spec.experiment);
+}
 
 std::string EscapeForKubernetesExpansion(const std::string& s) {
   std::string out;

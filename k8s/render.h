@@ -48,13 +48,23 @@ std::string KubernetesObjectName(const std::string& experiment, int trial_number
 // value of a variable of the container.
 std::string EscapeForKubernetesExpansion(const std::string& s);
 
+// Kubernetes takes only UTF-8 text. OK if every string of `spec` that a
+// manifest carries (argv, env values, working_dir, the experiment's name)
+// is UTF-8; else InvalidArgument naming the first field that is not
+// (TUNE_TRIAL_DIR, trial.command[2], ...) and its text, each byte that is
+// not UTF-8 shown as \xNN. Never a replaced byte: a manifest must not
+// publish a path that does not exist.
+Status CheckManifestText(const LaunchSpec& spec);
+
 // Renders the attempt as a kubectl-ready JSON `v1/List`. For job_kind "job":
 // the Service and the Job, in that order; "pytorchjob" and "trainjob": the
 // one object (k8s/render_kubeflow.h). InvalidArgument if an option cannot be used
 // (no image, tolerations/volumes that are not JSON arrays, workers < 1, a
 // name that is not a DNS-1035 label). The schema itself is left to kubectl's
-// validation. Every argv element and env value is written through
-// EscapeForKubernetesExpansion.
+// validation, or text that is not UTF-8 (CheckManifestText). Every argv
+// element and env value is written through EscapeForKubernetesExpansion;
+// a Secret reference (LaunchSpec::secret_env) becomes valueFrom.secretKeyRef.
+// No workingDir when spec.working_dir is empty: the image's WORKDIR.
 Result<std::string> RenderTrialManifests(const KubernetesOptions& opts, const LaunchSpec& spec,
                                          const std::string& object_name);
 

@@ -38,9 +38,12 @@ json Command(const LaunchSpec& spec);
 // One env entry {name, value} with the value escaped.
 json EnvVar(const std::string& name, const std::string& value);
 
-// The trial's env (TUNE_*, trial.env) without the names in `excluded` and
-// those starting with `excluded_prefix` (when not empty): those are the
-// backend's or the operator's to set.
+// One env entry {name, valueFrom: {secretKeyRef: {name, key}}}.
+json SecretEnvVar(const std::string& name, const SecretKeyRef& ref);
+
+// The trial's env (TUNE_*, trial.env, its Secret references), by name,
+// without the names in `excluded` and those starting with `excluded_prefix`
+// (when not empty): those are the backend's or the operator's to set.
 json TrialEnv(const LaunchSpec& spec, const std::set<std::string>& excluded, const std::string& excluded_prefix);
 
 // The pod-level options: serviceAccountName, nodeSelector, tolerations,

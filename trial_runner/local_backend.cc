@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -189,6 +190,17 @@ Status LocalBackend::CheckFeasible(const LaunchSpec& spec) {
   return pool_.CheckFeasible({spec.workers, spec.cpu_per_worker, spec.gpu_per_worker});
 }
 
+Status LocalBackend::CheckSecretEnv(const std::map<std::string, SecretKeyRef>& secret_env) {
+  for (const auto& [name, ref] : secret_env) {
+    if (std::getenv(name.c_str()) != nullptr) continue;
+    return Status::FailedPrecondition("trial.env." + name + ": the local backend takes the value of Secret \"" +
+                                      ref.secret + "\" (key \"" + ref.key +
+                                      "\") from the tuner's own environment variable " + name +
+                                      ", which is not set (export it before tune run)");
+  }
+  return Status::Ok();
+}
+
 bool LocalBackend::CanLaunch(const LaunchSpec& spec) {
   std::lock_guard<std::mutex> lock(mu_);
   return pool_.CanAcquire({spec.workers, spec.cpu_per_worker, spec.gpu_per_worker});
@@ -224,6 +236,8 @@ Status LocalBackend::Launch(const LaunchSpec& spec) {
     if (eq != std::string_view::npos) base_env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : spec.env) base_env[k] = v;
+  // A Secret reference's value is the tuner's own variable, inherited above.
+  TUNE_RETURN_IF_ERROR(CheckSecretEnv(spec.secret_env));
   TUNE_ASSIGN_OR_RETURN(std::string exe,
                         ResolveExecutable(spec.argv[0], spec.working_dir, TrialPath(spec.env)));
 

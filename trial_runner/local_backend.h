@@ -76,8 +76,9 @@ class LocalBackend : public TrialBackend {
   //                    (the message names the numbers);
   //  kUnavailable      resources busy now (call CanLaunch first);
   //  kNotFound         argv[0] is not an executable;
-  //  kFailedPrecondition  the trial's previous attempt still runs, or
-  //                    Shutdown() was called;
+  //  kFailedPrecondition  the trial's previous attempt still runs,
+  //                    Shutdown() was called, or a Secret reference's
+  //                    variable is not set (CheckSecretEnv);
   //  kInternal         a log file, pipe or fork failed, or the monitor
   //                    thread did (see above).
   // A previous, finished attempt of the same trial is replaced; its logs
@@ -105,6 +106,11 @@ class LocalBackend : public TrialBackend {
 
   // For tests and the tuner's feasibility check.
   Status CheckFeasible(const LaunchSpec& spec);
+  // trial.env values that reference a Kubernetes Secret take, on this
+  // backend, the tuner's own environment variable of the same name (every
+  // worker inherits the tuner's environment). FailedPrecondition naming the
+  // first such variable that is not set; the value is never copied.
+  static Status CheckSecretEnv(const std::map<std::string, SecretKeyRef>& secret_env);
   double total_cpu_slots() const;
   std::vector<int> gpu_ids() const;
   // Trials of this shape the machine runs at once (ResourcePool::MaxConcurrent).

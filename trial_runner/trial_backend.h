@@ -17,6 +17,17 @@
 
 namespace tune {
 
+// A variable whose value is one key of a Kubernetes Secret (trial.env
+// {"secret": NAME, "key": KEY}): the value itself never passes through the
+// tuner (not in a LaunchSpec, the database or a manifest). Kubernetes:
+// valueFrom.secretKeyRef; the local backend: the tuner's own environment
+// variable of the same name.
+struct SecretKeyRef {
+  std::string secret;  // the Secret's name
+  std::string key;     // a key of its data
+  bool operator==(const SecretKeyRef& o) const { return secret == o.secret && key == o.key; }
+};
+
 // Everything needed to run one attempt of one trial. `argv` and `env` are
 // final: placeholders are already substituted by the tuner.
 struct LaunchSpec {
@@ -29,8 +40,12 @@ struct LaunchSpec {
   // per-worker torchrun variables (RANK, WORLD_SIZE, LOCAL_RANK,
   // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
   std::map<std::string, std::string> env;
+  // Variables whose values come from Secrets; no name is also in `env`.
+  std::map<std::string, SecretKeyRef> secret_env;
   std::string trial_dir;    // exists; logs go here (rank_0.log, ...)
-  std::string working_dir;  // cwd of the processes
+  // cwd of the processes; empty: the backend's default (local: the
+  // tuner's; Kubernetes: the image's WORKDIR).
+  std::string working_dir;
   int workers = 1;
   double cpu_per_worker = 1;
   int gpu_per_worker = 0;

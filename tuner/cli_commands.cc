@@ -159,6 +159,20 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (k8s) k8s->SetStopFlag(args.stop);
 #endif
   std::string db_path = DbPathFor(args, spec);
+  fs::path db_dir = fs::path(db_path).parent_path();
+  const std::string runs_dir = (db_dir.empty() ? fs::path("tune_runs") : db_dir / "tune_runs").string();
+#ifdef TUNE_HAVE_K8S
+  // What tune render refuses is refused before anything is created, not
+  // trial by trial: e.g. a trial directory (beside the database) whose path
+  // is not UTF-8, which no manifest can carry.
+  if (k8s) {
+    std::error_code ec;
+    const std::string first_dir = fs::absolute(fs::path(runs_dir) / spec.name / "trial_0000", ec).string();
+    auto manifests = RenderTrialManifests(spec.backend.kubernetes, MakeLaunchSpec(spec, Trial{}, first_dir),
+                                          KubernetesObjectName(spec.name, 0, 0));
+    if (!manifests.ok()) return Fail(err, manifests.status());
+  }
+#endif
   RunLock lock;
   if (Status st = lock.Acquire(db_path, spec.name); !st.ok()) return Fail(err, st);
   auto storage_or = OpenSqliteStorage(db_path);
@@ -197,8 +211,6 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   auto scheduler = MakeScheduler(spec, spec.search.seed);
   if (!scheduler.ok()) return Fail(err, scheduler.status());
 
-  fs::path db_dir = fs::path(db_path).parent_path();
-  const std::string runs_dir = (db_dir.empty() ? fs::path("tune_runs") : db_dir / "tune_runs").string();
   std::set<TrialId> adopted_trials;
   std::string rerun_reason;
 #ifdef TUNE_HAVE_K8S

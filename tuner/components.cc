@@ -108,6 +108,11 @@ Result<std::unique_ptr<TrialBackend>> MakeBackend(const ExperimentSpec& spec, co
       }
       o.gpu_ids = ids;
     }
+    // A Secret reference whose variable the tuner lacks would fail every
+    // trial: refused before any starts.
+    if (Status st = LocalBackend::CheckSecretEnv(spec.trial.env_secrets); !st.ok()) {
+      return Status::InvalidArgument(Where(spec) + ": " + st.message());
+    }
     // Checked here, not when parsing: in a cluster the path is the pod's.
     std::error_code ec;
     if (!std::filesystem::is_directory(spec.trial.working_dir, ec)) {

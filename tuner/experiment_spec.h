@@ -12,6 +12,7 @@
 
 #include "k8s/kubernetes_options.h"
 #include "search/search_space.h"
+#include "trial_runner/trial_backend.h"
 #include "tuner/core/status.h"
 
 namespace tune {
@@ -94,9 +95,18 @@ struct TrialTemplate {
   int workers = 1;
   ResourcesSpec resources_per_worker;
   std::map<std::string, std::string> env;
+  // trial.env values written {"secret": NAME, "key": KEY}: a Kubernetes
+  // Secret's key (SecretKeyRef); no name is also in `env`.
+  std::map<std::string, SecretKeyRef> env_secrets;
   int max_retries = 0;
   double timeout_s = 0;      // 0: no timeout
-  std::string working_dir;   // empty: the directory of experiment.json
+  // The local backend's working directory: trial.working_dir resolved
+  // against the directory of experiment.json, which is also the default.
+  std::string working_dir;
+  // trial.working_dir as written; empty when the key is absent. Only a
+  // given one becomes a Kubernetes pod's workingDir (an absolute path in
+  // the container); without it the pod starts in the image's WORKDIR.
+  std::string working_dir_written;
 };
 
 struct BackendSpec {

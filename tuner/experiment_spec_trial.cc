@@ -107,24 +107,65 @@ Status ParseResources(const ObjectReader& t, ResourcesSpec* out) {
   return Status::Ok();
 }
 
-Status ParseEnv(const ObjectReader& t, const SearchSpace& params, std::map<std::string, std::string>* out) {
-  TUNE_RETURN_IF_ERROR(t.StringMap("env", out));
-  for (const auto& [name, value] : *out) {
+// A key of a Secret's data (Kubernetes' IsConfigMapKey).
+bool IsSecretKey(const std::string& s) {
+  return s.size() <= 253 && Matches(s, "[-._a-zA-Z0-9]+") && s != "." && s != ".." && s.rfind("..", 0) != 0;
+}
+
+// trial.env.NAME: {"secret": NAME, "key": KEY}.
+Status ParseSecretRef(const Reader& r, const Json& v, const std::string& path, SecretKeyRef* out) {
+  TUNE_ASSIGN_OR_RETURN(ObjectReader ref, ObjectReader::Make(r, v, path, "{\"secret\": NAME, \"key\": KEY}"));
+  TUNE_RETURN_IF_ERROR(ref.AllowOnly({"secret", "key"}));
+  TUNE_RETURN_IF_ERROR(ref.String("secret", &out->secret, Need::kRequired));
+  TUNE_RETURN_IF_ERROR(ref.Expect(IsDnsSubdomain(out->secret), "secret",
+                                  "the name of a Kubernetes Secret (at most 253 lowercase letters, digits, "
+                                  "'-' and '.', starting and ending with a letter or digit)"));
+  TUNE_RETURN_IF_ERROR(ref.String("key", &out->key, Need::kRequired));
+  TUNE_RETURN_IF_ERROR(ref.Expect(IsSecretKey(out->key), "key",
+                                  "a key of the Secret's data (at most 253 letters, digits, '-', '_' and '.', "
+                                  "not starting with \"..\")"));
+  return Status::Ok();
+}
+
+Status ParseEnv(const ObjectReader& t, const SearchSpace& params, std::map<std::string, std::string>* out,
+                std::map<std::string, SecretKeyRef>* secrets) {
+  const Json* env = t.Find("env");
+  if (!env) return Status::Ok();
+  const Reader& r = t.reader();
+  TUNE_ASSIGN_OR_RETURN(ObjectReader obj,
+                        ObjectReader::Make(r, *env, t.PathOf("env"),
+                                           "an object of strings (or {\"secret\": NAME, \"key\": KEY} values)"));
+  (void)obj;
+  std::map<std::string, std::string> values;
+  std::map<std::string, SecretKeyRef> refs;
+  for (const auto& [name, value] : env->items()) {
     std::string path = JoinPath(t.PathOf("env"), name);
+    if (!value.is_string() && !value.is_object()) {
+      return r.FailValue(path,
+                         "a string, or {\"secret\": NAME, \"key\": KEY} for a value from a Kubernetes Secret",
+                         value);
+    }
     if (!IsEnvName(name)) {
-      return t.reader().Fail(path, "a variable name of letters, digits and '_'", Quote(name));
+      return r.Fail(path, "a variable name of letters, digits and '_'", Quote(name));
     }
     bool reserved = name.rfind("TUNE_", 0) == 0;
     for (const auto& e : kTunerEnv) reserved = reserved || name == e;
     if (reserved) {
-      return t.reader().Fail(path,
-                             "a variable the tuner does not set itself (RANK, WORLD_SIZE, "
-                             "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TUNE_*)",
-                             Quote(name));
+      return r.Fail(path,
+                    "a variable the tuner does not set itself (RANK, WORLD_SIZE, "
+                    "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TUNE_*)",
+                    Quote(name));
+    }
+    if (value.is_object()) {
+      TUNE_RETURN_IF_ERROR(ParseSecretRef(r, value, path, &refs[name]));
+      continue;
     }
     // Values get the same ${...} substitution as the command.
-    TUNE_RETURN_IF_ERROR(CheckPlaceholders(t.reader(), path, value, params));
+    TUNE_RETURN_IF_ERROR(CheckPlaceholders(r, path, value.get<std::string>(), params));
+    values[name] = value.get<std::string>();
   }
+  *out = std::move(values);
+  *secrets = std::move(refs);
   return Status::Ok();
 }
 
@@ -286,13 +327,14 @@ Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
   TUNE_RETURN_IF_ERROR(t.Int("workers", &out->workers));
   TUNE_RETURN_IF_ERROR(t.Expect(out->workers >= 1, "workers", "a number of processes of at least 1"));
   TUNE_RETURN_IF_ERROR(ParseResources(t, &out->resources_per_worker));
-  TUNE_RETURN_IF_ERROR(ParseEnv(t, params, &out->env));
+  TUNE_RETURN_IF_ERROR(ParseEnv(t, params, &out->env, &out->env_secrets));
   TUNE_RETURN_IF_ERROR(t.Int("max_retries", &out->max_retries));
   TUNE_RETURN_IF_ERROR(t.Expect(out->max_retries >= 0, "max_retries", "an integer of at least 0"));
   TUNE_RETURN_IF_ERROR(t.Seconds("timeout_s", &out->timeout_s, "leave the key out for no timeout"));
   std::string dir;
   TUNE_RETURN_IF_ERROR(t.String("working_dir", &dir));
   TUNE_RETURN_IF_ERROR(t.Expect(!t.Has("working_dir") || !dir.empty(), "working_dir", "a directory"));
+  out->working_dir_written = dir;
   // Relative to the experiment file's directory, like the default.
   if (dir.empty()) {
     out->working_dir = base_dir;
@@ -337,6 +379,14 @@ Status CheckBackendNeeds(const Reader& r, const ExperimentSpec& spec) {
   const TrialTemplate& t = spec.trial;
   if (b.type == "kubernetes" && b.kubernetes.image.empty()) {
     return r.Missing("backend.image", "a container image for the kubernetes backend");
+  }
+  // A pod's workingDir is a path in its container: one relative to the
+  // experiment file's directory would publish a path of the tuner's machine.
+  if (b.type == "kubernetes" && !t.working_dir_written.empty() && t.working_dir_written[0] != '/') {
+    return r.Fail("trial.working_dir",
+                  "an absolute path in the container for the kubernetes backend (leave the key out for the "
+                  "image's WORKDIR; relative paths are the local backend's)",
+                  Quote(t.working_dir_written));
   }
   if (b.type != "local") return Status::Ok();
   std::string workers = std::to_string(t.workers);

@@ -92,6 +92,7 @@ LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std:
   for (const auto& a : spec.trial.command) launch.argv.push_back(SubstitutePlaceholders(a, values));
   launch.env = spec.trial.env;
   for (auto& [k, v] : launch.env) v = SubstitutePlaceholders(v, values);
+  launch.secret_env = spec.trial.env_secrets;
   launch.env["TUNE_TRIAL_ID"] = std::to_string(t.number);
   launch.env["TUNE_EXPERIMENT"] = spec.name;
   launch.env["TUNE_TRIAL_DIR"] = trial_dir;
@@ -99,6 +100,9 @@ LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std:
   for (const auto& [name, v] : t.params) launch.env[ParamEnvName(name)] = ParamToString(v);
   launch.trial_dir = trial_dir;
   launch.working_dir = spec.trial.working_dir.empty() ? spec.base_dir : spec.trial.working_dir;
+  // A pod starts in its image's WORKDIR unless trial.working_dir names a
+  // directory in the container (a path of this machine means nothing there).
+  if (spec.backend.type == "kubernetes" && spec.trial.working_dir_written.empty()) launch.working_dir.clear();
   launch.workers = spec.trial.workers;
   launch.cpu_per_worker = spec.trial.resources_per_worker.cpu;
   launch.gpu_per_worker = spec.trial.resources_per_worker.gpu;

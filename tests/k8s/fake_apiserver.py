@@ -7,15 +7,15 @@ The real kubectl talks to it through the kubeconfig it writes. It serves:
     paths (protobuf, as kubectl asks for it, or JSON), so kubectl validates
     every manifest itself against the real schema (--validate=strict);
   - create/get/list/delete (and server-side dry run) for namespaces, pods,
-    services, configmaps, serviceaccounts, persistentvolumeclaims, jobs,
+    services, configmaps, secrets, serviceaccounts, persistentvolumeclaims, jobs,
     roles, rolebindings; label and field selectors; watch (enough for
     `kubectl delete --wait`); pods/log with follow;
   - selfsubjectaccessreviews (`kubectl auth can-i`), allowed unless denied
     with --deny VERB:RESOURCE[/SUBRESOURCE].
 A Job controller runs each Job's pods as local processes: one per completion
 index (Indexed mode), with the container's command, args, env (valueFrom
-fieldRef resolved; `$(NAME)` expanded and `$$` unescaped as the kubelet
-does), JOB_COMPLETION_INDEX and HOSTNAME; status, conditions,
+fieldRef and secretKeyRef resolved; `$(NAME)` expanded and `$$` unescaped as
+the kubelet does), JOB_COMPLETION_INDEX and HOSTNAME; status, conditions,
 backoffLimit, activeDeadlineSeconds and ttlSecondsAfterFinished follow the
 real controller. Deleting a Job with propagationPolicy Foreground removes its
 pods (SIGTERM to the process group, SIGKILL after the grace period) before
@@ -28,7 +28,10 @@ Simulated failures, as a real cluster shows them:
     asks for more nvidia.com/gpu than --node-gpus) stays Pending with
     PodScheduled=False, reason Unschedulable;
   - an image whose name contains "does-not-exist" stays Pending with the
-    container waiting in ErrImagePull, then ImagePullBackOff.
+    container waiting in ErrImagePull, then ImagePullBackOff;
+  - an env secretKeyRef whose Secret or key does not exist (when the pod is
+    scheduled; it is not retried) stays Pending with the container waiting
+    in CreateContainerConfigError and the kubelet's message.
 
 --log-stream-max-seconds S ends every followed log stream after S seconds,
 partway through a line, as a dropped connection does.
@@ -40,6 +43,7 @@ when its parent process exits, and kills the pods it started.
                     [--work-dir DIR] [--lifetime S] [--deny VERB:RES]...
 """
 import argparse
+import base64
 import copy
 import datetime
 import json
@@ -69,6 +73,7 @@ RESOURCES = {
     ("", "v1", "pods"): ("Pod", True, ["po"]),
     ("", "v1", "services"): ("Service", True, ["svc"]),
     ("", "v1", "configmaps"): ("ConfigMap", True, ["cm"]),
+    ("", "v1", "secrets"): ("Secret", True, []),
     ("", "v1", "serviceaccounts"): ("ServiceAccount", True, ["sa"]),
     ("", "v1", "persistentvolumeclaims"): ("PersistentVolumeClaim", True, ["pvc"]),
     ("", "v1", "events"): ("Event", True, ["ev"]),
@@ -849,7 +854,36 @@ class Cluster:
                 "lastState": {}}]
             pod["_pull_failed_at"] = time.time()
             return
+        missing = self._missing_secret(pod, c)
+        if missing:
+            status["containerStatuses"] = [{
+                "name": c["name"], "image": c["image"], "imageID": "", "ready": False,
+                "restartCount": 0, "started": False,
+                "state": {"waiting": {"reason": "CreateContainerConfigError", "message": missing}},
+                "lastState": {}}]
+            return
         self._start_pod(pod, job)
+
+    def _secret_value(self, ns, ref):
+        """The value a secretKeyRef names, or the kubelet's error message."""
+        secret = self.objects.get(("secrets", ns, ref.get("name", "")))
+        if secret is None:
+            return None, 'secret "%s" not found' % ref.get("name", "")
+        key = ref.get("key", "")
+        if key in (secret.get("data") or {}):
+            return base64.b64decode(secret["data"][key]).decode("utf-8", "replace"), None
+        if key in (secret.get("stringData") or {}):
+            return secret["stringData"][key], None
+        return None, "couldn't find key %s in Secret %s/%s" % (key, ns, ref.get("name", ""))
+
+    def _missing_secret(self, pod, container):
+        for e in container.get("env", []):
+            ref = e.get("valueFrom", {}).get("secretKeyRef")
+            if ref is not None:
+                _, error = self._secret_value(pod["metadata"]["namespace"], ref)
+                if error:
+                    return error
+        return None
 
     def _pod_env(self, pod, job, container):
         md = pod["metadata"]
@@ -863,6 +897,9 @@ class Cluster:
                 # The kubelet expands $(NAME) against the variables defined
                 # before this one.
                 val = expand_vars(e["value"], env)
+            elif "valueFrom" in e and "secretKeyRef" in e["valueFrom"]:
+                val, _ = self._secret_value(md["namespace"], e["valueFrom"]["secretKeyRef"])
+                val = val or ""
             elif "valueFrom" in e and "fieldRef" in e["valueFrom"]:
                 path = e["valueFrom"]["fieldRef"]["fieldPath"]
                 m = re.match(r"^metadata\.(annotations|labels)\['([^']+)'\]$", path)

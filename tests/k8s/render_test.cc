@@ -325,5 +325,88 @@ TEST_CASE("a trainjob trial is one TrainJob naming its runtime", "[k8s][render][
         std::string::npos);
 }
 
+// The containers of one rendered attempt (Job: one; PyTorchJob: Master,
+// Worker; TrainJob: its trainer, which holds the env).
+std::vector<json> Containers(const json& list) {
+  const json& obj = list["items"].back();
+  if (obj["kind"] == "Job") return {obj["spec"]["template"]["spec"]["containers"][0]};
+  if (obj["kind"] == "TrainJob") return {obj["spec"]["trainer"]};
+  std::vector<json> out;
+  for (const auto& [type, r] : obj["spec"]["pytorchReplicaSpecs"].items()) {
+    out.push_back(r["template"]["spec"]["containers"][0]);
+  }
+  return out;
+}
+
+TEST_CASE("a trial.env Secret reference becomes valueFrom.secretKeyRef for every job kind", "[k8s][render]") {
+  for (const char* kind : {"job", "pytorchjob", "trainjob"}) {
+    INFO(kind);
+    KubernetesOptions o;
+    o.job_kind = kind;
+    o.image = "img";
+    LaunchSpec s = TwoWorkerSpec();
+    s.workers = 3;  // a PyTorchJob: Master and Worker replicas
+    s.secret_env = {{"HF_TOKEN", {"hf-token", "token"}}, {"WANDB_API_KEY", {"wandb", "api.key"}}};
+    auto text = RenderTrialManifests(o, s, "lora-asha-t3-a1");
+    REQUIRE(text.ok());
+    const std::vector<json> containers = Containers(json::parse(*text));
+    CHECK(containers.size() == (std::string(kind) == "pytorchjob" ? 2u : 1u));
+    for (const json& c : containers) {
+      auto env = EnvOf(c);
+      CHECK(env["HF_TOKEN"] == json::parse(
+                                   R"({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}})"));
+      CHECK(env["WANDB_API_KEY"]["valueFrom"]["secretKeyRef"]["key"] == "api.key");
+      CHECK(env["OMP_NUM_THREADS"]["value"] == "1");  // plain values stay plain
+    }
+  }
+}
+
+TEST_CASE("without a working directory the container starts in its image's WORKDIR", "[k8s][render]") {
+  for (const char* kind : {"job", "pytorchjob", "trainjob"}) {
+    INFO(kind);
+    KubernetesOptions o;
+    o.job_kind = kind;
+    o.image = "img";
+    LaunchSpec s = TwoWorkerSpec();
+    s.working_dir.clear();
+    const std::string text = *RenderTrialManifests(o, s, "lora-asha-t3-a1");
+    CHECK(text.find("workingDir") == std::string::npos);
+  }
+}
+
+TEST_CASE("text that is not UTF-8 is refused by name, never published replaced", "[k8s][render]") {
+  KubernetesOptions o;
+  o.image = "img";
+  LaunchSpec s = TwoWorkerSpec();
+  s.trial_dir = "/home/ren\xe9/tune_runs/lora-asha/trial_0003";  // Latin-1 "rene"
+  s.env["TUNE_TRIAL_DIR"] = s.trial_dir;
+  for (const char* kind : {"job", "pytorchjob", "trainjob"}) {
+    o.job_kind = kind;
+    auto r = RenderTrialManifests(o, s, "lora-asha-t3-a1");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().IsInvalidArgument());
+    CHECK(r.status().message() ==
+          "TUNE_TRIAL_DIR: expected UTF-8 text for a Kubernetes manifest, got "
+          "\"/home/ren\\xE9/tune_runs/lora-asha/trial_0003\" (byte \\xE9 is not UTF-8; it holds the trial's "
+          "directory, which lies beside the results database: give the database a path that is UTF-8 (--db or "
+          "storage.path))");
+  }
+  s.env.erase("TUNE_TRIAL_DIR");
+  s.argv = {"train", "--out=" + s.trial_dir + "/out"};
+  CHECK(CheckManifestText(s).message().rfind("trial.command[1]: expected UTF-8 text", 0) == 0);
+  s.argv = {"train"};
+  s.working_dir = "/data/\xff";
+  CHECK(CheckManifestText(s).message().rfind("trial.working_dir: expected UTF-8 text", 0) == 0);
+  s.working_dir = "/data";
+  // Overlong forms and surrogates are not UTF-8 either; real UTF-8 is kept.
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "caf\xc3", "\x80"}) {
+    s.env["LABEL"] = bad;
+    CHECK(CheckManifestText(s).message().rfind("trial.env.LABEL: expected UTF-8", 0) == 0);
+  }
+  s.env["LABEL"] = "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80";
+  CHECK(CheckManifestText(s).ok());
+  CHECK(RenderTrialManifests(o, s, "lora-asha-t3-a1").ok());
+}
+
 }  // namespace
 }  // namespace tune

@@ -25,6 +25,8 @@ LaunchSpec Spec(int workers) {
   s.experiment = "validation";
   s.argv = {"lora_train", "--lr", "0.001"};
   s.env = {{"TUNE_PARAMS", R"({"lr": 0.001})"}, {"TUNE_EXPERIMENT", "validation"}};
+  // trial.env {"secret", "key"}: valueFrom.secretKeyRef, checked against the schema.
+  s.secret_env = {{"HF_TOKEN", {"hf-token", "token"}}};
   s.workers = workers;
   s.cpu_per_worker = 0.5;
   s.gpu_per_worker = 1;
@@ -102,8 +104,10 @@ TEST_CASE("rendered trials validate, client-side and server-side", "[k8s][valida
       KubernetesOptions o = full ? FullOptions(cluster.Options()) : cluster.Options();
       LaunchSpec s = Spec(workers);
       if (!full) s.gpu_per_worker = 0;
+      if (full) s.working_dir = "/workspace";
       auto text = RenderTrialManifests(o, s, KubernetesObjectName(s.experiment, s.trial_number, workers));
       REQUIRE(text.ok());
+      CHECK(text->find("secretKeyRef") != std::string::npos);
       for (const char* mode : {"--dry-run=client", "--dry-run=server"}) {
         auto r = kubectl.Run({"create", mode, "--validate=strict", "-f", "-", "-o", "name"}, *text);
         REQUIRE(r.ok());
@@ -130,6 +134,16 @@ TEST_CASE("kubectl's validation rejects a misspelled field and a wrong type", "[
   CHECK(r->exit_code != 0);
   CHECK(r->err.find("unknown field \"restartPolcy\"") != std::string::npos);
 
+  // The env's secretKeyRef is checked as deeply.
+  json secret_ref = list;
+  for (json& e : secret_ref["items"][1]["spec"]["template"]["spec"]["containers"][0]["env"]) {
+    if (e["name"] == "HF_TOKEN") e["valueFrom"]["secretKeyRef"] = {{"secret", "hf-token"}, {"key", "token"}};
+  }
+  r = kubectl.Run({"create", "--dry-run=client", "--validate=strict", "-f", "-"}, secret_ref.dump());
+  REQUIRE(r.ok());
+  CHECK(r->exit_code != 0);
+  CHECK(r->err.find("unknown field \"secret\"") != std::string::npos);
+
   json wrong_type = list;
   wrong_type["items"][1]["spec"]["completions"] = "two";
   r = kubectl.Run({"create", "--dry-run=client", "--validate=strict", "-f", "-"}, wrong_type.dump());
@@ -152,8 +166,10 @@ TEST_CASE("rendered PyTorchJobs and TrainJobs validate against the Kubeflow CRDs
         o.job_kind = kind;
         LaunchSpec s = Spec(workers);
         if (!full) s.gpu_per_worker = 0;
+        if (full) s.working_dir = "/workspace";
         auto text = RenderTrialManifests(o, s, KubernetesObjectName(s.experiment, s.trial_number, workers));
         REQUIRE(text.ok());
+        CHECK(text->find("secretKeyRef") != std::string::npos);
         for (const char* mode : {"--dry-run=client", "--dry-run=server"}) {
           auto r = kubectl.Run({"create", mode, "--validate=strict", "-f", "-", "-o", "name"}, *text);
           REQUIRE(r.ok());

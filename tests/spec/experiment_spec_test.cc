@@ -425,6 +425,43 @@ TEST_CASE("spec: the tune run --backend override switches the backend and checks
   CHECK(k8s.backend.type == "local");
 }
 
+TEST_CASE("spec: a trial.env value may name a key of a Kubernetes Secret instead of a value", "[spec]") {
+  std::string text = kMinimal;
+  text.replace(text.find(R"("trial": {)"), 10, R"("trial": {"env": {
+      "HF_TOKEN": {"secret": "hf-token", "key": "token"},
+      "WANDB_API_KEY": {"secret": "team.wandb", "key": "api_key.v2"},
+      "OMP_NUM_THREADS": "1"},)");
+  auto spec = MustParse(text);
+  CHECK(spec.trial.env == std::map<std::string, std::string>{{"OMP_NUM_THREADS", "1"}});
+  CHECK(spec.trial.env_secrets == std::map<std::string, SecretKeyRef>{
+                                      {"HF_TOKEN", {"hf-token", "token"}},
+                                      {"WANDB_API_KEY", {"team.wandb", "api_key.v2"}}});
+  // Both backends accept it (the local one reads the tuner's own HF_TOKEN).
+  CHECK(OverrideBackend(&spec, "local").ok());
+}
+
+TEST_CASE("spec: trial.working_dir is kept as written for a pod, resolved for local processes", "[spec]") {
+  auto none = MustParse(kMinimal);
+  CHECK(none.trial.working_dir_written.empty());  // a pod starts in its image's WORKDIR
+  CHECK(none.trial.working_dir == none.base_dir);
+  std::string text = kMinimal;
+  text.replace(text.find(R"("trial": {)"), 10, R"("trial": {"working_dir": "/workspace/",)");
+  text.insert(text.rfind('}'), R"(, "backend": {"type": "kubernetes", "image": "trainer:1"})");
+  auto pod = MustParse(text);
+  CHECK(pod.trial.working_dir_written == "/workspace/");
+  CHECK(pod.trial.working_dir == "/workspace");
+  // A relative one is the local backend's: refused when switching to kubernetes.
+  std::string relative = kMinimal;
+  relative.replace(relative.find(R"("trial": {)"), 10, R"("trial": {"working_dir": "src",)");
+  relative.insert(relative.rfind('}'), R"(, "backend": {"image": "trainer:1"})");
+  auto local = MustParse(relative);
+  CHECK(local.trial.working_dir == (fs::path(local.base_dir) / "src").string());
+  Status s = OverrideBackend(&local, "kubernetes");
+  CHECK(s.message() ==
+        "exp.json: trial.working_dir: expected an absolute path in the container for the kubernetes backend "
+        "(leave the key out for the image's WORKDIR; relative paths are the local backend's), got \"src\"");
+}
+
 TEST_CASE("spec: a missing file names the file and the OS reason", "[spec]") {
   auto spec = LoadExperimentSpec("no/such/dir/exp.json");
   REQUIRE_FALSE(spec.ok());
