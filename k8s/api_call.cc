@@ -1,6 +1,7 @@
 #include "k8s/api_call.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -57,12 +58,28 @@ ApiFailure ClassifyKubectlError(const std::string& err) {
   return f;
 }
 
+std::string ShellQuote(const std::string& s) {
+  static const std::string kPlain =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-";
+  if (!s.empty() && s.find_first_not_of(kPlain) == std::string::npos) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string KubectlCommandLine(const Kubectl& kubectl, const std::vector<std::string>& args) {
-  std::string out = "kubectl";
   const KubernetesOptions& o = kubectl.options();
-  if (!o.context.empty()) out += " --context=" + o.context;
-  if (!o.namespace_.empty()) out += " -n " + o.namespace_;
-  for (const auto& a : args) out += " " + a;
+  std::string out;
+  // What kubectl read without --kubeconfig: KUBECONFIG, if set (it may
+  // list several files, which --kubeconfig cannot).
+  if (const char* env = std::getenv("KUBECONFIG"); o.kubeconfig.empty() && env && *env) {
+    out = "KUBECONFIG=" + ShellQuote(env) + " ";
+  }
+  out += ShellQuote(o.kubectl.empty() ? "kubectl" : o.kubectl);
+  if (!o.kubeconfig.empty()) out += " --kubeconfig=" + ShellQuote(o.kubeconfig);
+  if (std::string context = kubectl.Context(); !context.empty()) out += " --context=" + ShellQuote(context);
+  if (!o.namespace_.empty()) out += " -n " + ShellQuote(o.namespace_);
+  for (const auto& a : args) out += " " + ShellQuote(a);
   return out;
 }
 

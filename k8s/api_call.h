@@ -61,8 +61,15 @@ struct ApiResult {
 Result<ApiResult> CallApi(const Kubectl& kubectl, const std::vector<std::string>& args, const std::string& input,
                           const RetryPolicy& policy, ApiStats* stats);
 
-// "kubectl delete job/x service/x" as a user would type it (no connection
-// flags but the namespace), for messages.
+// `s` as one word of a POSIX shell command: as it is when it holds only
+// characters no shell treats specially, else in single quotes.
+std::string ShellQuote(const std::string& s);
+
+// The kubectl command that does `args` against exactly the cluster and
+// namespace tune's calls used, for messages a user pastes into another
+// shell: the kubectl of backend.kubectl, --kubeconfig (else KUBECONFIG=...
+// in front when that was set), --context (the options', else the one
+// PinContext pinned), -n; every word shell-quoted.
 std::string KubectlCommandLine(const Kubectl& kubectl, const std::vector<std::string>& args);
 
 }  // namespace tune

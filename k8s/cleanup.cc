@@ -41,6 +41,7 @@ Result<std::vector<std::string>> List(const Kubectl& kubectl, const std::string&
 Result<CleanupOutcome> CleanupExperiment(const KubernetesOptions& opts, const std::string& experiment,
                                          bool dry_run) {
   const Kubectl kubectl(opts);
+  kubectl.PinContext();  // the command printed for what is left names it
   const RetryPolicy policy = Policy(opts);
   const std::string selector = std::string(kExperimentLabel) + "=" + ExperimentLabelValue(experiment);
   // The experiment's workload kind (Job, PyTorchJob, TrainJob), its

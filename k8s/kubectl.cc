@@ -27,6 +27,8 @@ struct Kubectl::Shared {
   Clock::time_point last_answer = Clock::now();    // guarded by mu
   std::optional<Clock::time_point> failing_since;  // guarded by mu
   bool cancelled = false;                          // guarded by mu
+  bool context_pinned = false;                     // guarded by mu
+  std::string pinned_context;                      // guarded by mu
 };
 
 namespace {
@@ -54,10 +56,33 @@ Kubectl::Kubectl(KubernetesOptions opts)
 std::vector<std::string> Kubectl::Argv(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {path_};
   if (!opts_.kubeconfig.empty()) argv.push_back("--kubeconfig=" + opts_.kubeconfig);
-  if (!opts_.context.empty()) argv.push_back("--context=" + opts_.context);
+  if (std::string context = Context(); !context.empty()) argv.push_back("--context=" + context);
   if (!opts_.namespace_.empty()) argv.push_back("--namespace=" + opts_.namespace_);
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
+}
+
+std::string Kubectl::Context() const {
+  if (!opts_.context.empty()) return opts_.context;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->pinned_context;
+}
+
+void Kubectl::PinContext() const {
+  if (!opts_.context.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->context_pinned) return;
+  }
+  // A local read of the kubeconfig: no API call. It fails when no context
+  // is current (in a pod, kubectl uses the pod's service account).
+  std::string context;
+  auto r = Run({"config", "current-context"}, "", std::chrono::seconds(20));
+  if (r.ok() && r->exit_code == 0) context = Trim(r->out);
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (shared_->context_pinned) return;
+  shared_->context_pinned = true;
+  shared_->pinned_context = context;
 }
 
 void Kubectl::Adopt(pid_t pgid) const {

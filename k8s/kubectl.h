@@ -1,8 +1,9 @@
 // Kubectl: runs the real `kubectl` binary as a child process (Boost.Process).
 //
 // Every call adds the connection flags from KubernetesOptions (--kubeconfig,
-// --context, --namespace), so the backend talks to exactly the cluster and
-// namespace the experiment names. Thread-safe: each call is its own process.
+// --context, --namespace; a context pinned by PinContext when none is
+// named), so the backend talks to exactly the cluster and namespace the
+// experiment names. Thread-safe: each call is its own process.
 //
 // Each kubectl runs in a process group of its own and dies with the thread
 // that started it (PR_SET_PDEATHSIG), so no kubectl outlives tune, even when
@@ -69,6 +70,18 @@ class Kubectl {
   // Records the outcome of a call for SecondsWithoutAnswer (the retry layer
   // classifies; Run() itself records only successes).
   void NoteAnswer(bool answered) const;
+
+  // Pins the context: when the options name none, the kubeconfig's
+  // current context is read once (`kubectl config current-context`) and
+  // every later call of this Kubectl and its copies passes it as
+  // --context, so that a run keeps talking to one cluster (and the commands
+  // printed for the user name it) even if the current context changes
+  // meanwhile. Nothing is pinned when no context is current (in a pod).
+  // Idempotent; thread-safe.
+  void PinContext() const;
+  // The context every call passes: the options', else the pinned one; ""
+  // when none.
+  std::string Context() const;
 
   const KubernetesOptions& options() const { return opts_; }
 

@@ -58,6 +58,11 @@ const json& Path(const json& j, std::initializer_list<const char*> keys) {
 
 bool Deleting(const json& obj) { return !Path(obj, {"metadata", "deletionTimestamp"}).is_null(); }
 
+// An object's metadata. Every object kubectl prints has it: an answer
+// without it is malformed, and throws (out_of_range, type_error) rather than
+// being read as an object that does not exist.
+const json& Metadata(const json& obj) { return obj.at("metadata"); }
+
 // Why a pod is not running yet: the scheduler's or the kubelet's reason.
 std::string PendingReason(const json& pod) {
   const json& conds = Path(pod, {"status", "conditions"});
@@ -112,7 +117,7 @@ std::string PodFailures(const Workload& w, const std::vector<const json*>& pods)
   std::string out;
   for (const json* p : pods) {
     if (Str(Path(*p, {"status"}), "phase") != "Failed") continue;
-    std::string what = "rank " + w.RankOf(*p) + " (pod " + Str((*p)["metadata"], "name") + ")";
+    std::string what = "rank " + w.RankOf(*p) + " (pod " + Str(Metadata(*p), "name") + ")";
     const json& cs = Path(*p, {"status", "containerStatuses"});
     if (cs.is_array() && !cs.empty()) {
       const json& t = Path(cs[0], {"state", "terminated"});
@@ -216,21 +221,26 @@ void KubernetesBackend::SetStopFlag(const std::atomic<bool>* stop) {
   stop_flag_ = stop;
   if (!stop || stop_watcher_.joinable()) return;
   stop_watcher_ = std::thread([this, stop] {
-    for (;;) {
-      bool shutting_down;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        shutting_down = cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
+    // The thread's top: nothing here is expected to throw; if it did, the
+    // tuner's own Interrupted() still cancels the calls in flight.
+    try {
+      for (;;) {
+        bool shutting_down;
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          shutting_down = cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
+        }
+        // Shutdown may come first (the tuner saw the flag before this thread
+        // woke): the calls in flight must end all the same.
+        if (stop->load()) {
+          kubectl_.Cancel();  // every kubectl in flight ends now
+          std::lock_guard<std::mutex> lock(mu_);
+          NotifyLocked();
+          return;
+        }
+        if (shutting_down) return;
       }
-      // Shutdown may come first (the tuner saw the flag before this thread
-      // woke): the calls in flight must end all the same.
-      if (stop->load()) {
-        kubectl_.Cancel();  // every kubectl in flight ends now
-        std::lock_guard<std::mutex> lock(mu_);
-        NotifyLocked();
-        return;
-      }
-      if (shutting_down) return;
+    } catch (...) {
     }
   });
 }
@@ -267,8 +277,11 @@ Status KubernetesBackend::Preflight() {
   if (client.exit_code != 0) {
     return Status::FailedPrecondition("kubectl does not run: " + client.err);
   }
-  std::string where = "namespace '" + opts_.namespace_ + "'" +
-                      (opts_.context.empty() ? "" : " of context '" + opts_.context + "'");
+  // Every call from now on goes to this context, and the commands printed
+  // for the user (LeftoverCommand) name it.
+  kubectl_.PinContext();
+  const std::string context = kubectl_.Context();
+  std::string where = "namespace '" + opts_.namespace_ + "'" + (context.empty() ? "" : " of context '" + context + "'");
   TUNE_ASSIGN_OR_RETURN(ApiResult version, CallApi(kubectl_, {"get", "--raw", "/version"}, "", Policy(true), &stats_));
   if (!version.ok) {
     return Status::Unavailable("cannot reach the Kubernetes API server for " + where + ": " +
@@ -330,7 +343,7 @@ Status KubernetesBackend::Preflight() {
   if (!ns.ok && ns.failure.reason == "NotFound") {
     return Status::FailedPrecondition("backend.namespace: namespace '" + opts_.namespace_ +
                                       "' does not exist in the cluster" +
-                                      (opts_.context.empty() ? "" : " of context '" + opts_.context + "'") +
+                                      (context.empty() ? "" : " of context '" + context + "'") +
                                       " (create it, e.g. kubectl apply -f k8s/namespace.yaml)");
   }
   preflight_ok_ = true;
@@ -651,31 +664,76 @@ void KubernetesBackend::StartPollerLocked() {
 void KubernetesBackend::PollerLoop() {
   auto interval = std::chrono::milliseconds(kFastPoll);
   while (true) {
-    bool active = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stopping_) return;
-      for (auto& [id, a] : attempts_) {
-        if (!a->final) active = true;
-        if (a->final_reported && !a->cleaned && !a->killed) {
-          a->cleaned = true;
-          EnqueueCleanupLocked(a->name);
-        }
+    // The thread's top: an unexpected exception (a malformed answer, no
+    // memory) fails the attempts in flight with one sentence, and the
+    // poller goes on; nothing reaches std::terminate.
+    try {
+      if (!PollOnce(&interval)) return;
+    } catch (const std::exception& e) {
+      PollerFailed(e.what());
+    } catch (...) {
+      PollerFailed("an unknown exception");
+    }
+  }
+}
+
+bool KubernetesBackend::PollOnce(std::chrono::milliseconds* interval) {
+  bool active = false;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    for (auto& [id, a] : attempts_) {
+      if (!a->final) active = true;
+      if (a->final_reported && !a->cleaned && !a->killed) {
+        a->cleaned = true;
+        EnqueueCleanupLocked(a->name);
       }
     }
-    if (Interrupted()) return;
-    RunCleanupQueue(/*final_pass=*/false);
-    bool changed = active && RefreshOnce();
-    interval = changed ? std::chrono::milliseconds(kFastPoll)
-                       : std::min(std::chrono::milliseconds(kSlowPoll),
-                                  std::chrono::milliseconds(interval.count() * 3 / 2));
+  }
+  if (Interrupted()) return false;
+  RunCleanupQueue(/*final_pass=*/false);
+  bool changed = active && RefreshOnce();
+  *interval = changed ? std::chrono::milliseconds(kFastPoll)
+                      : std::min(std::chrono::milliseconds(kSlowPoll),
+                                 std::chrono::milliseconds(interval->count() * 3 / 2));
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t seen = events_;
+  bool pending_cleanup = !cleanup_.empty();
+  // Woken early by Launch/State (events_) so new attempts are seen at once.
+  cv_.wait_for(lock, active || pending_cleanup ? *interval : std::chrono::milliseconds(kSlowPoll),
+               [&] { return stopping_ || events_ != seen; });
+  if (events_ != seen) *interval = std::chrono::milliseconds(kFastPoll);
+  return true;
+}
+
+void KubernetesBackend::PollerFailed(const std::string& what) noexcept {
+  try {
     std::unique_lock<std::mutex> lock(mu_);
-    uint64_t seen = events_;
-    bool pending_cleanup = !cleanup_.empty();
-    // Woken early by Launch/State (events_) so new attempts are seen at once.
-    cv_.wait_for(lock, active || pending_cleanup ? interval : std::chrono::milliseconds(kSlowPoll),
-                 [&] { return stopping_ || events_ != seen; });
-    if (events_ != seen) interval = std::chrono::milliseconds(kFastPoll);
+    for (auto& [id, a] : attempts_) {
+      if (a->final) continue;
+      AbandonLocked(*a, "the Kubernetes backend could not follow the " + workload_->Kind() + " " + a->name +
+                            ": reading the cluster's state failed (" + what + ")");
+    }
+    NotifyLocked();
+    // Not at once again, should the next poll fail the same way.
+    cv_.wait_for(lock, std::chrono::milliseconds(kSlowPoll), [&] { return stopping_; });
+  } catch (...) {
+    // Nothing more can be done here: the next poll tries again.
+  }
+}
+
+void KubernetesBackend::AbandonLocked(Attempt& a, const std::string& message) {
+  a.final = true;
+  a.state = RunState::kFailed;
+  a.message = message;
+  // Its objects go now; its log is not read further.
+  a.stop_follower = true;
+  if (a.follower_pid > 0) ::kill(-a.follower_pid, SIGKILL);
+  if (!a.follower_started) a.follower_done = true;
+  a.awaiting_log = false;
+  if (!a.cleaned) {
+    a.cleaned = true;
+    EnqueueCleanupLocked(a.name);
   }
 }
 
@@ -712,7 +770,7 @@ bool KubernetesBackend::RefreshOnce() {
     if (!l->is_object() || !l->contains("items")) continue;
     for (const json& item : (*l)["items"]) {
       std::string kind = Str(item, "kind");
-      std::string name = Str(item["metadata"], "name");
+      std::string name = Str(Metadata(item), "name");
       if (kind == workload_->Kind()) jobs[name] = &item;
       if (kind == "Pod") pods[workload_->OwnerOf(item)].push_back(&item);
     }
@@ -767,7 +825,7 @@ bool KubernetesBackend::RefreshOnce() {
         std::string phase = Str(Path(*p, {"status"}), "phase");
         if (phase == "Running") any_running = true;
         if (phase == "Pending" && pending.empty()) {
-          pending = "pod " + Str((*p)["metadata"], "name") + " " + PendingReason(*p);
+          pending = "pod " + Str(Metadata(*p), "name") + " " + PendingReason(*p);
         }
       }
       if (any_running) a->state = RunState::kRunning;
@@ -793,8 +851,8 @@ bool KubernetesBackend::RefreshOnce() {
       if (workload_->RankOf(*p) != "0" || !ContainerStarted(*p)) continue;
       std::string phase = Str(Path(*p, {"status"}), "phase");
       int r = phase == "Succeeded" ? 3 : (phase != "Failed" && !Deleting(*p)) ? 2 : 1;
-      if (r > rank || (r == rank && Str((*p)["metadata"], "creationTimestamp") >=
-                                        Str((*speaker)["metadata"], "creationTimestamp"))) {
+      if (r > rank || (r == rank && Str(Metadata(*p), "creationTimestamp") >=
+                                        Str(Metadata(*speaker), "creationTimestamp"))) {
         speaker = p;
         rank = r;
       }
@@ -803,7 +861,7 @@ bool KubernetesBackend::RefreshOnce() {
       // Stopped by the tuner: nothing more to read.
     } else if (speaker) {
       a->awaiting_log = false;
-      std::string pod = Str((*speaker)["metadata"], "name");
+      std::string pod = Str(Metadata(*speaker), "name");
       std::string id = PodIdentity(*speaker);
       if (pod != a->log_pod || id != a->log_pod_id) {
         if (!a->log_pod.empty()) a->replaced_pods.push_back(a->log_pod);
@@ -866,7 +924,31 @@ void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, c
   a->follower_started = true;
   a->follower_done = false;
   a->follower_pid = 0;
-  a->follower = std::thread([this, a, pod, id, gen = a->generation] { FollowLogs(a, pod, id, gen); });
+  a->follower = std::thread([this, a, pod, id, gen = a->generation] {
+    // The thread's top: an unexpected exception fails the attempt with one
+    // sentence; nothing reaches std::terminate.
+    std::string error;
+    try {
+      FollowLogs(a, pod, id, gen);
+      return;
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "an unknown exception";
+    }
+    try {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (a->follower_pid > 0) kubectl_.Forget(a->follower_pid);
+      a->follower_pid = 0;
+      if (a->generation != gen) return;
+      const std::string why = "rank 0's log (pod " + pod + ") could not be read: " + error;
+      if (!a->final) AbandonLocked(*a, why);
+      else if (a->state == RunState::kSucceeded && a->log_error.empty()) a->log_error = why;
+      a->follower_done = true;
+      NotifyLocked();
+    } catch (...) {
+    }
+  });
 }
 
 std::optional<std::string> KubernetesBackend::PodIdentityNow(const std::string& pod) {
@@ -1055,33 +1137,38 @@ Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId
   // Per trial id, the Job of the highest attempt (running or ended).
   std::map<TrialId, std::pair<int, const json*>> best;
   std::vector<std::string> job_names, service_names;
-  for (const json& item : list["items"]) {
-    std::string name = Str(item["metadata"], "name");
-    if (Str(item, "kind") == "Service") {
-      service_names.push_back(name);
-      continue;
+  // A malformed item (no metadata) ends the resume with one sentence.
+  try {
+    for (const json& item : list["items"]) {
+      std::string name = Str(Metadata(item), "name");
+      if (Str(item, "kind") == "Service") {
+        service_names.push_back(name);
+        continue;
+      }
+      if (Str(item, "kind") != workload_->Kind()) continue;
+      job_names.push_back(name);
+      const json& labels = Path(item, {"metadata", "labels"});
+      TrialId id;
+      int attempt;
+      try {
+        id = std::stoll(Str(labels, kTrialIdLabel));
+        attempt = std::stoi(Str(labels, kAttemptLabel));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!running.count(id) || Deleting(item)) continue;
+      auto it = best.find(id);
+      if (it == best.end() || attempt > it->second.first) best[id] = {attempt, &item};
     }
-    if (Str(item, "kind") != workload_->Kind()) continue;
-    job_names.push_back(name);
-    const json& labels = Path(item, {"metadata", "labels"});
-    TrialId id;
-    int attempt;
-    try {
-      id = std::stoll(Str(labels, kTrialIdLabel));
-      attempt = std::stoi(Str(labels, kAttemptLabel));
-    } catch (const std::exception&) {
-      continue;
-    }
-    if (!running.count(id) || Deleting(item)) continue;
-    auto it = best.find(id);
-    if (it == best.end() || attempt > it->second.first) best[id] = {attempt, &item};
+  } catch (const std::exception& e) {
+    return Status::Internal("kubectl get " + WorkloadResources() + ": unexpected output (" + e.what() + ")");
   }
   std::set<TrialId> adopted;
   std::set<std::string> kept;
   for (const auto& [id, an] : best) {
     LaunchSpec spec = running.at(id);
     spec.attempt = an.first;
-    std::string name = Str((*an.second)["metadata"], "name");
+    std::string name = Str(Metadata(*an.second), "name");
     auto a = Track(spec, name);
     {
       std::lock_guard<std::mutex> lock(mu_);

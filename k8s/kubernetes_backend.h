@@ -132,7 +132,14 @@ class KubernetesBackend : public TrialBackend {
   struct Attempt;
 
   void StartPollerLocked();
+  // The poller thread: PollOnce until stopping; an exception out of one
+  // round fails the attempts in flight (PollerFailed) and the loop goes on.
   void PollerLoop();
+  bool PollOnce(std::chrono::milliseconds* interval);  // false: stop
+  void PollerFailed(const std::string& what) noexcept;
+  // Ends the attempt as failed with `message`, stops reading its log and
+  // queues the deletion of its objects.
+  void AbandonLocked(Attempt& a, const std::string& message);
   bool RefreshOnce();  // one `kubectl get`; true if anything changed
   // Follows rank 0's log: `pod` (its uid and restart count `id`, "<uid>/<n>")
   // speaks for the attempt.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <boost/filesystem.hpp>
+#include <boost/process/search_path.hpp>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -265,7 +266,9 @@ TEST_CASE("defect 2: Kill never fails, failed deletes are retried and what stays
     backend.Shutdown();
     std::vector<std::string> left = backend.Leftovers();
     CHECK(std::find(left.begin(), left.end(), "job.batch/" + KubernetesObjectName(exp, 5, 0)) != left.end());
-    CHECK(backend.LeftoverCommand().find("kubectl -n default delete jobs,services,pods -l " + Sel(exp)) == 0);
+    // The kubeconfig the backend used (no Preflight here, so no context pinned).
+    CHECK(backend.LeftoverCommand() == "kubectl --kubeconfig=" + o.kubeconfig + " -n default delete " +
+                                           "jobs,services,pods -l " + Sel(exp) + " --cascade=foreground");
     cluster.SetFaults("{}");
     REQUIRE(cluster.Cli().Check({"delete", "jobs,services", "-l", Sel(exp), "--cascade=foreground"}).ok());
     CHECK(Gone(cluster, Sel(exp)));
@@ -372,6 +375,54 @@ TEST_CASE("defect 8: a Job lost with the cluster's state gets a truthful reason"
   CHECK(out.status.message.find("lost its state") != std::string::npos);
   backend.Shutdown();
   CHECK(cluster.Names("jobs,services,pods", Sel(exp)).empty());
+  fs::remove_all(s.trial_dir);
+}
+
+TEST_CASE("thread tops: a malformed answer to the poller fails the attempt in one sentence, never terminate",
+          "[k8s][faults][threads]") {
+  FakeCluster cluster;
+  const std::string exp = "faults-malformed";
+  // kubectl, except that while `marker` exists the poller's listing is a
+  // List whose item is a number (no real kubectl prints that).
+  const std::string marker = cluster.dir() + "/malformed", wrapper = cluster.dir() + "/kubectl-wrapper";
+  const std::string kubectl = boost::process::search_path("kubectl").string();
+  REQUIRE_FALSE(kubectl.empty());
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                         << "if [ -e '" << marker << "' ]; then\n"
+                         << "  for a; do\n"
+                         << "    if [ \"$a\" = jobs,pods ]; then echo '{\"kind\": \"List\", \"items\": [1]}'; exit 0; fi\n"
+                         << "  done\n"
+                         << "fi\n"
+                         << "exec '" << kubectl << "' \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  KubernetesOptions o = Fast(cluster.Options());
+  o.kubectl = wrapper;
+  KubernetesBackend backend(o, exp);
+  REQUIRE(backend.Preflight().ok());
+  LaunchSpec s = Shell(exp, 1, "for i in $(seq 1 400); do echo step=$i loss=1; sleep 0.05; done");
+  REQUIRE(backend.Launch(s).ok());
+  for (int i = 0; i < 100; ++i) {
+    auto st = backend.State(1);
+    REQUIRE(st.ok());
+    if (st->state == RunState::kRunning) break;
+    backend.WaitForEvent(std::chrono::milliseconds(100));
+  }
+  std::ofstream(marker) << "";
+  // Before: the poller thread threw (json type_error) and the process
+  // ended in std::terminate.
+  Outcome out = RunToEnd(backend, 1);
+  CHECK(out.status.state == RunState::kFailed);
+  INFO(out.status.message);
+  CHECK(out.status.message.rfind("the Kubernetes backend could not follow the Job " + KubernetesObjectName(exp, 1, 0) +
+                                     ": reading the cluster's state failed ([json.exception.type_error.304] cannot "
+                                     "use at() with number)",
+                                 0) == 0);
+  fs::remove(marker);
+  // Its objects go (the attempt was abandoned, and its deletion queued).
+  CHECK(Gone(cluster, Sel(exp)));
+  backend.Shutdown();
+  CHECK(backend.Leftovers().empty());
+  CHECK(cluster.KubectlProcesses().empty());
   fs::remove_all(s.trial_dir);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -150,7 +151,12 @@ TEST_CASE("tune run: deletes that always fail end the run with the leftovers and
   INFO(r.out << r.err);
   CHECK(r.rc == 1);
   CHECK(r.err.find("could not delete") != std::string::npos);
-  CHECK(r.err.find("kubectl -n default delete jobs,services,pods -l " + Sel(name)) != std::string::npos);
+  // The same kubeconfig and context as tune's calls (the context current
+  // when the run started).
+  const std::string command = "kubectl --kubeconfig=" + cluster.Options().kubeconfig +
+                              " --context=fake -n default delete jobs,services,pods -l " + Sel(name) +
+                              " --cascade=foreground";
+  CHECK(r.err.find("delete them with: " + command + " (or run:") != std::string::npos);
   CHECK(r.err.find("(or run: tune cleanup --db " + cluster.dir() + "/tune.db --experiment " + name + ")") !=
         std::string::npos);
   json trials = Trials(cluster);
@@ -172,7 +178,7 @@ TEST_CASE("tune run: deletes that always fail end the run with the leftovers and
   INFO(failed.out << failed.err);
   CHECK(failed.rc == 1);
   CHECK(failed.err.find("could not delete") != std::string::npos);
-  CHECK(failed.err.find("kubectl -n default delete jobs,services,pods -l " + Sel(name)) != std::string::npos);
+  CHECK(failed.err.find("delete them with: " + command + "\n") != std::string::npos);
   CHECK(cluster.Names("jobs,services", Sel(name)) == left);
   // Once deletes work: everything labelled with the experiment goes.
   cluster.SetFaults("{}");
@@ -189,6 +195,54 @@ TEST_CASE("tune run: deletes that always fail end the run with the leftovers and
   CHECK(unknown.rc == 2);
   CHECK(unknown.err == "tune: --experiment: no experiment 'nope' in " + db + " (tune status --db " + db +
                            " lists them)\n");
+  CHECK(cluster.KubectlProcesses().empty());
+}
+
+TEST_CASE("tune run: the printed cleanup command reaches the same cluster from another shell",
+          "[k8s][faults][e2e][cleanup]") {
+  FakeCluster cluster;
+  const std::string name = "faults-paste";
+  // A kubeconfig whose path needs quoting, with a second context that
+  // reaches nothing; the fake one is current while tune runs.
+  const std::string conf_dir = cluster.dir() + "/kube conf";
+  boost::filesystem::create_directory(conf_dir);
+  const std::string kubeconfig = conf_dir + "/it's config.json";
+  json conf = json::parse(Slurp(cluster.Options().kubeconfig));
+  conf["clusters"].push_back({{"name", "elsewhere"}, {"cluster", {{"server", "https://127.0.0.1:1"}}}});
+  conf["contexts"].push_back({{"name", "other"}, {"context", {{"cluster", "elsewhere"}, {"user", "fake"}}}});
+  std::ofstream(kubeconfig) << conf.dump(2);
+  json exp = Experiment(cluster, name, {0.001}, 10, 10);
+  exp["backend"]["kubeconfig"] = kubeconfig;
+  cluster.SetFaults(R"({"rules": [{"verb": "DELETE", "status": 500}]})");
+  Run r = TuneRun(cluster, exp);
+  INFO(r.out << r.err);
+  CHECK(r.rc == 1);
+  const std::string from = "delete them with: ", to = " (or run: tune cleanup";
+  const size_t at = r.err.find(from), end = r.err.find(to);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const std::string command = r.err.substr(at + from.size(), end - at - from.size());
+  // Before: "kubectl -n default delete ...", which another shell runs
+  // against its own kubeconfig and context.
+  CHECK(command == "kubectl --kubeconfig='" + conf_dir + "/it'\\''s config.json' --context=fake -n default " +
+                       "delete jobs,services,pods -l " + Sel(name) + " --cascade=foreground");
+  REQUIRE(cluster.Names("jobs,services", Sel(name)).size() == 2);
+
+  // Another shell: no KUBECONFIG, a HOME without ~/.kube, and the
+  // kubeconfig's current context switched to the other cluster meanwhile.
+  cluster.SetFaults("{}");
+  conf["current-context"] = "other";
+  std::ofstream(kubeconfig) << conf.dump(2);
+  const std::string home = cluster.dir() + "/home";
+  boost::filesystem::create_directory(home);
+  bp::environment env;
+  env["PATH"] = std::getenv("PATH");
+  env["HOME"] = home;
+  const int rc = bp::system("/bin/sh", "-c", command, env, bp::std_out > cluster.dir() + "/paste.out",
+                            bp::std_err > cluster.dir() + "/paste.err");
+  INFO(Slurp(cluster.dir() + "/paste.err"));
+  CHECK(rc == 0);
+  CHECK(cluster.Names("jobs,services,pods", Sel(name)).empty());
   CHECK(cluster.KubectlProcesses().empty());
 }
 
