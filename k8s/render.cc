@@ -37,13 +37,13 @@ bool IsDns1035Label(const std::string& s) {
   return s.size() <= 63 && std::regex_match(s, kRe);
 }
 
-// The offset of the first byte of `s` that does not belong to a UTF-8
-// sequence (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF),
-// or npos if `s` is UTF-8.
-size_t FirstNonUtf8(const std::string& s) {
+// The offset of the first byte of `s` from `from` on that does not belong
+// to a UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, at most
+// U+10FFFF), or npos if the rest of `s` is UTF-8.
+size_t FirstNonUtf8(const std::string& s, size_t from = 0) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
+  for (size_t i = from; i < n;) {
     const unsigned char c = p[i];
     size_t len;
     unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
@@ -76,13 +76,13 @@ size_t FirstNonUtf8(const std::string& s) {
 std::string ShowBytes(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size();) {
-    size_t bad = FirstNonUtf8(s.substr(i));
+    const size_t bad = FirstNonUtf8(s, i);
     if (bad == std::string::npos) return out + s.substr(i);
-    out += s.substr(i, bad);
+    out += s.substr(i, bad - i);
     char hex[8];
-    std::snprintf(hex, sizeof(hex), "\\x%02X", static_cast<unsigned char>(s[i + bad]));
+    std::snprintf(hex, sizeof(hex), "\\x%02X", static_cast<unsigned char>(s[bad]));
     out += hex;
-    i += bad + 1;
+    i = bad + 1;
   }
   return out;
 }

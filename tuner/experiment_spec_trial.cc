@@ -132,10 +132,9 @@ Status ParseEnv(const ObjectReader& t, const SearchSpace& params, std::map<std::
   const Json* env = t.Find("env");
   if (!env) return Status::Ok();
   const Reader& r = t.reader();
-  TUNE_ASSIGN_OR_RETURN(ObjectReader obj,
-                        ObjectReader::Make(r, *env, t.PathOf("env"),
-                                           "an object of strings (or {\"secret\": NAME, \"key\": KEY} values)"));
-  (void)obj;
+  if (!env->is_object()) {
+    return r.FailValue(t.PathOf("env"), "an object of strings (or {\"secret\": NAME, \"key\": KEY} values)", *env);
+  }
   std::map<std::string, std::string> values;
   std::map<std::string, SecretKeyRef> refs;
   for (const auto& [name, value] : env->items()) {

@@ -403,6 +403,10 @@ TEST_CASE("text that is not UTF-8 is refused by name, never published replaced",
     s.env["LABEL"] = bad;
     CHECK(CheckManifestText(s).message().rfind("trial.env.LABEL: expected UTF-8", 0) == 0);
   }
+  // Every bad byte is shown, the UTF-8 between them as it is.
+  s.env["LABEL"] = "a\xe9" "b\xc3\xa9\xff";
+  CHECK(CheckManifestText(s).message().find("got \"a\\xE9b\xc3\xa9\\xFF\" (byte \\xE9 is not UTF-8)") !=
+        std::string::npos);
   s.env["LABEL"] = "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80";
   CHECK(CheckManifestText(s).ok());
   CHECK(RenderTrialManifests(o, s, "lora-asha-t3-a1").ok());
