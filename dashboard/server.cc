@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -284,9 +285,10 @@ DashboardServer::DashboardServer(DashboardData& data, const ServerOptions& optio
   // API's {"error": ...}.
   server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const char* why = res.status == 404   ? "no such page (the API is under /api/, docs/dashboard.md)"
+    const char* why = res.status == 400   ? "malformed request line or header"
+                      : res.status == 404 ? "no such page (the API is under /api/, docs/dashboard.md)"
                       : res.status == 414 ? "the request target is longer than 8,192 bytes"
-                                          : "malformed request line or header";
+                                          : "the request could not be answered";
     res.set_header("Cache-Control", "no-store");
     res.body = DumpJson(nlohmann::json{{"error", why}});
     res.set_header("Content-Type", kJsonType);
@@ -405,8 +407,12 @@ void DashboardServer::Serve(const std::atomic<bool>* stop) {
   std::atomic<bool> done{false};
   if (stop != nullptr) {
     watcher = std::thread([&] {
-      while (!done.load() && !stop->load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      server.stop();
+      try {
+        while (!done.load() && !stop->load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        server.stop();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tune dashboard: cannot stop the server: %s\n", e.what());
+      }
     });
   }
   server.listen_after_bind();
