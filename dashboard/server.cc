@@ -282,9 +282,14 @@ DashboardServer::DashboardServer(DashboardData& data, const ServerOptions& optio
   });
   // cpp-httplib's own refusals (no such route, a malformed request line or
   // header, a request target over 8,192 bytes) have no body: give them the
-  // API's {"error": ...}.
-  server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+  // API's {"error": ...}. Not when the method is HEAD or was never read
+  // (a request line cut by a NUL byte): cpp-httplib would send a body
+  // after a head that a client of "HEAD ..." reads as bodiless.
+  server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
+                                                                   httplib::Response& res) {
+    if (!res.body.empty() || req.method.empty() || req.method == "HEAD") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     const char* why = res.status == 400   ? "malformed request line or header"
                       : res.status == 404 ? "no such page (the API is under /api/, docs/dashboard.md)"
                       : res.status == 414 ? "the request target is longer than 8,192 bytes"

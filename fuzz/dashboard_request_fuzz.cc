@@ -105,6 +105,26 @@ World* MakeWorld() {
   return w;
 }
 
+// The method as cpp-httplib 0.11.4 reads it from a head: the request
+// line is cut at its first NUL (strlen), split at spaces, each part
+// trimmed of spaces and tabs, empty parts skipped; "" when none.
+std::string MethodOf(const std::string& head) {
+  std::string line = head.substr(0, head.find('\n'));
+  line = line.substr(0, line.find('\0'));
+  size_t at = 0;
+  while (at < line.size()) {
+    size_t space = line.find(' ', at);
+    if (space == std::string::npos) space = line.size();
+    std::string part = line.substr(at, space - at);
+    part.erase(0, part.find_first_not_of(" \t"));
+    const size_t last = part.find_last_not_of(" \t");
+    part.erase(last == std::string::npos ? 0 : last + 1);
+    if (!part.empty()) return part;
+    at = space + 1;
+  }
+  return "";
+}
+
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -163,7 +183,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tune::ScannedHead head = tune::ScanRequestHead(in, tune::HeadLimits{});
     std::string method;
     if (head.state == tune::HeadState::kComplete) {
-      method = head.head.substr(0, head.head.find(' '));
+      method = MethodOf(head.head);
       in.remove_prefix(head.consumed);
     } else if (head.state == tune::HeadState::kIncomplete) {
       Fail("an answer to a request that never ended");

@@ -1,7 +1,9 @@
 // The dashboard's guards one by one: where a request head ends and what of
 // it is passed on (ScanRequestHead), which Host and Origin are this
-// server's (RequestRules), and the connection layer (HttpConnections) over
-// real loopback sockets with small limits.
+// server's (RequestRules), the connection layer (HttpConnections) over
+// real loopback sockets with small limits, and inputs the fuzzer
+// (fuzz/dashboard_request_fuzz.cc) found, through
+// DashboardServer::AnswerConnection over a real database.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -13,9 +15,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "dashboard/dashboard_data.h"
 #include "dashboard/http_connections.h"
 #include "dashboard/request_head.h"
 #include "dashboard/request_rules.h"
+#include "dashboard/server.h"
+#include "tests/e2e/e2e_util.h"
+#include "tuner/storage/storage.h"
 
 namespace {
 
@@ -268,6 +274,44 @@ TEST_CASE("HttpConnections: a slow head gets 408, a large one 431, and the oldes
   close(fourth);
   CHECK(ReadToEnd(idle[0]).empty());  // closed without an answer
   for (int fd : idle) close(fd);
+}
+
+// A server over an empty results database, answering from memory.
+struct MemoryServer {
+  tune::e2e::TempDir dir;
+  std::unique_ptr<Storage> storage;
+  std::unique_ptr<DashboardData> data;
+  std::unique_ptr<DashboardServer> server;
+  MemoryServer() {
+    const std::string db = (dir.path / "results.db").string();
+    REQUIRE(OpenSqliteStorage(db).ok());
+    auto opened = OpenSqliteStorageReadOnly(db);
+    REQUIRE(opened.ok());
+    storage = std::move(*opened);
+    data = std::make_unique<DashboardData>(*storage, (dir.path / "tune_runs").string());
+    ServerOptions options;
+    options.port = 8080;
+    server = std::make_unique<DashboardServer>(*data, options);
+  }
+};
+
+TEST_CASE("DashboardServer: a request line cut by a NUL byte gets a 400 without a body (fuzzer input)",
+          "[dashboard]") {
+  MemoryServer s;
+  // dashboard_request_fuzz: "HEAD" with a NUL in its request line got a 400
+  // whose JSON body followed a head that a HEAD client reads as bodiless.
+  static const char kInput[] = "HEAD / HTTP/1/api/experiment?name=fuzz\x04\0\0\0\0\0\0\0\0\0" "8080\r\n\r\nGET t\r";
+  const std::string in(kInput, sizeof kInput - 1);
+  REQUIRE(in.size() == 62);
+  const std::string out = s.server->AnswerConnection(in);
+  INFO(out);
+  CHECK(out.rfind("HTTP/1.1 400 ", 0) == 0);
+  CHECK(out.find("Content-Length: 0\r\n") != std::string::npos);
+  CHECK(out.size() == out.find("\r\n\r\n") + 4);  // nothing after the head
+  // A GET that cpp-httplib refuses still gets the API's JSON error.
+  const std::string missing = s.server->AnswerConnection("GET /nothing HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
+  CHECK(missing.rfind("HTTP/1.1 404 ", 0) == 0);
+  CHECK(missing.find("{\"error\":\"no such page") != std::string::npos);
 }
 
 }  // namespace
