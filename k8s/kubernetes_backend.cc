@@ -938,9 +938,8 @@ void KubernetesBackend::StartFollowerLocked(const std::shared_ptr<Attempt>& a, c
     }
     try {
       std::lock_guard<std::mutex> lock(mu_);
-      if (a->follower_pid > 0) kubectl_.Forget(a->follower_pid);
-      a->follower_pid = 0;
-      if (a->generation != gen) return;
+      if (a->generation != gen) return;  // replaced meanwhile: nothing of ours to end
+      a->follower_pid = 0;  // its kubectl ended with the stack (Boost.Process)
       const std::string why = "rank 0's log (pod " + pod + ") could not be read: " + error;
       if (!a->final) AbandonLocked(*a, why);
       else if (a->state == RunState::kSucceeded && a->log_error.empty()) a->log_error = why;
@@ -1039,6 +1038,13 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
                         bp::std_out > out, bp::std_err > err_stream, bp::std_in < bp::null,
                         internal::OwnGroupDieWithParent{});
         kubectl_.Adopt(child.id());
+        // Forgotten however this pass ends (an exception too: the child's
+        // destructor then ends it).
+        struct Forget {
+          const Kubectl& kubectl;
+          pid_t pgid;
+          ~Forget() { kubectl.Forget(pgid); }
+        } forget{kubectl_, child.id()};
         {
           std::lock_guard<std::mutex> lock(mu_);
           a->follower_pid = child.id();
