@@ -378,7 +378,7 @@ TEST_CASE("text that is not UTF-8 is refused by name, never published replaced",
   KubernetesOptions o;
   o.image = "img";
   LaunchSpec s = TwoWorkerSpec();
-  s.trial_dir = "/home/ren\xe9/tune_runs/lora-asha/trial_0003";  // Latin-1 "rene"
+  s.trial_dir = "/data/ren\xe9/tune_runs/lora-asha/trial_0003";  // Latin-1 "rene"
   s.env["TUNE_TRIAL_DIR"] = s.trial_dir;
   for (const char* kind : {"job", "pytorchjob", "trainjob"}) {
     o.job_kind = kind;
@@ -387,7 +387,7 @@ TEST_CASE("text that is not UTF-8 is refused by name, never published replaced",
     CHECK(r.status().IsInvalidArgument());
     CHECK(r.status().message() ==
           "TUNE_TRIAL_DIR: expected UTF-8 text for a Kubernetes manifest, got "
-          "\"/home/ren\\xE9/tune_runs/lora-asha/trial_0003\" (byte \\xE9 is not UTF-8; it holds the trial's "
+          "\"/data/ren\\xE9/tune_runs/lora-asha/trial_0003\" (byte \\xE9 is not UTF-8; it holds the trial's "
           "directory, which lies beside the results database: give the database a path that is UTF-8 (--db or "
           "storage.path))");
   }
