@@ -466,12 +466,12 @@ Result<KatibImport> ImportKatibExperiment(const std::string& yaml_text, const st
     return Status::InvalidArgument(path + ": line " + std::to_string(line) +
                                    ": expected one YAML document (a Katib Experiment), got a second one");
   }
-  // Before anything walks the tree: an alias may name a huge tree or hold
-  // itself.
-  if (Status st = katib_internal::CheckExpansion(doc, path); !st.ok()) return st;
   Ctx ctx(path);
   Json out = Json::object();
   try {
+    // Before anything else walks the tree: an alias may name a huge tree
+    // or hold itself.
+    TUNE_RETURN_IF_ERROR(katib_internal::CheckExpansion(doc, path));
     TUNE_RETURN_IF_ERROR(katib_internal::ExpandMerges(ctx, doc, ""));
     TUNE_RETURN_IF_ERROR(Convert(ctx, doc, &out));
   } catch (const YAML::Exception& e) {
