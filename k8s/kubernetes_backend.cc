@@ -18,7 +18,7 @@
 #include "k8s/render.h"
 #include "k8s/workload.h"
 #include "trial_runner/last_line.h"
-#include "trial_runner/metric_parser.h"
+#include "trial_runner/metric_report.h"
 #include "tuner/core/json_integer.h"
 #include "tuner/core/json_text.h"
 
@@ -991,15 +991,10 @@ void KubernetesBackend::FollowLogs(std::shared_ptr<Attempt> a, std::string pod, 
   // A metric line becomes the attempt's next report (its step from time_attr,
   // else its position). Caller holds mu_; false if `line` is no metric line.
   auto append_report = [&](const std::string& line) {
-    auto values = ParseMetricLine(line);
-    if (!values) return false;
-    MetricReport r;
-    r.values = std::move(*values);
+    auto r = MetricReportFromLine(line, a->spec.time_attr, a->report_count + 1, Now());
+    if (!r) return false;
     ++a->report_count;
-    auto step = r.values.find(a->spec.time_attr);
-    r.step = step != r.values.end() && std::isfinite(step->second) ? std::llround(step->second) : a->report_count;
-    r.time = Now();
-    a->reports.push_back(std::move(r));
+    a->reports.push_back(std::move(*r));
     return true;
   };
   while (true) {

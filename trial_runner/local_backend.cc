@@ -19,7 +19,7 @@
 #include <sstream>
 
 #include "trial_runner/last_line.h"
-#include "trial_runner/metric_parser.h"
+#include "trial_runner/metric_report.h"
 #include "trial_runner/port_allocator.h"
 #include "trial_runner/process_group.h"
 #include "tuner/core/exception_text.h"
@@ -486,18 +486,10 @@ void LocalBackend::NotifyEvent() {
 }
 
 void LocalBackend::HandleLine(Attempt& a, std::string_view line) {
-  std::optional<std::map<std::string, double>> values = ParseMetricLine(line);
-  if (!values) return;
-  MetricReport report;
+  std::optional<MetricReport> report = MetricReportFromLine(line, a.spec.time_attr, a.report_count + 1, UnixNow());
+  if (!report) return;
   ++a.report_count;
-  report.step = a.report_count;
-  auto t = values->find(a.spec.time_attr);
-  if (t != values->end() && std::isfinite(t->second) && std::fabs(t->second) < 9e18) {
-    report.step = std::llround(t->second);
-  }
-  report.values = std::move(*values);
-  report.time = UnixNow();
-  a.pending.push_back(std::move(report));
+  a.pending.push_back(std::move(*report));
 }
 
 void LocalBackend::ReadOutput(Attempt& a, bool final_drain) {
