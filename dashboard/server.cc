@@ -280,11 +280,11 @@ DashboardServer::DashboardServer(DashboardData& data, const ServerOptions& optio
     res.headers.erase("Keep-Alive");
     if (!res.has_header("Connection")) res.set_header("Connection", "close");
   });
-  // cpp-httplib's own refusals (no such route, a malformed request line or
-  // header, a request target over 8,192 bytes) have no body: give them the
-  // API's {"error": ...}. Not when the method is HEAD or was never read
-  // (a request line cut by a NUL byte): cpp-httplib would send a body
-  // after a head that a client of "HEAD ..." reads as bodiless.
+  // cpp-httplib's own refusals (no such route, a malformed header) have no
+  // body: give them the API's {"error": ...}. Not when the method is HEAD
+  // or was never read (a request line cut by a NUL byte, a request target
+  // over 8,192 bytes: 414): cpp-httplib would send a body after a head that
+  // a client of "HEAD ..." reads as bodiless.
   server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
                                                                    httplib::Response& res) {
     if (!res.body.empty() || req.method.empty() || req.method == "HEAD") {
@@ -292,7 +292,6 @@ DashboardServer::DashboardServer(DashboardData& data, const ServerOptions& optio
     }
     const char* why = res.status == 400   ? "malformed request line or header"
                       : res.status == 404 ? "no such page (the API is under /api/, docs/dashboard.md)"
-                      : res.status == 414 ? "the request target is longer than 8,192 bytes"
                                           : "the request could not be answered";
     res.set_header("Cache-Control", "no-store");
     res.body = DumpJson(nlohmann::json{{"error", why}});

@@ -303,10 +303,11 @@ TEST_CASE("dashboard: a request head over 16 KiB or 100 lines gets 431", "[dashb
       Exchange(dash.port(), GetRequest(dash.port(), "/api/experiments", "X-Huge: " + std::string(1 << 20, 'a') + "\r\n"));
   CHECK(huge.status == 431);
   CHECK(huge.closed);
-  // A request target over cpp-httplib's 8,192 bytes, inside the 16 KiB head.
+  // A request target over cpp-httplib's 8,192 bytes, inside the 16 KiB head
+  // (refused before its method is read: no body).
   const Raw target = Exchange(dash.port(), GetRequest(dash.port(), "/" + std::string(9000, 'a')));
   CHECK(target.status == 414);
-  CHECK(json::parse(target.body)["error"] == "the request target is longer than 8,192 bytes");
+  CHECK(target.Header("Content-Length") == "0");
   // Just under both limits: answered.
   std::string fits;
   for (int i = 0; i < 90; ++i) fits += "X-Fits-" + std::to_string(i) + ": " + std::string(100, 'b') + "\r\n";
