@@ -12,21 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "trial_runner/secret_key_ref.h"
 #include "tuner/core/status.h"
 #include "tuner/core/trial.h"
 
 namespace tune {
-
-// A variable whose value is one key of a Kubernetes Secret (trial.env
-// {"secret": NAME, "key": KEY}): the value itself never passes through the
-// tuner (not in a LaunchSpec, the database or a manifest). Kubernetes:
-// valueFrom.secretKeyRef; the local backend: the tuner's own environment
-// variable of the same name.
-struct SecretKeyRef {
-  std::string secret;  // the Secret's name
-  std::string key;     // a key of its data
-  bool operator==(const SecretKeyRef& o) const { return secret == o.secret && key == o.key; }
-};
 
 // Everything needed to run one attempt of one trial. `argv` and `env` are
 // final: placeholders are already substituted by the tuner.

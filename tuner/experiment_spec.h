@@ -12,7 +12,7 @@
 
 #include "k8s/kubernetes_options.h"
 #include "search/search_space.h"
-#include "trial_runner/trial_backend.h"
+#include "trial_runner/secret_key_ref.h"
 #include "tuner/core/status.h"
 
 namespace tune {
