@@ -71,6 +71,7 @@ void MlflowSink::Push(Item item) {
       return;
     }
     was_empty = queue_.empty();
+    item.queued = std::chrono::steady_clock::now();
     queue_.push_back(std::move(item));
   }
   // The delivery thread waits only for an empty queue to fill; otherwise it
@@ -222,6 +223,16 @@ void MlflowSink::Deliveries() {
   while (true) {
     cv_.wait(lk, [&] { return !queue_.empty() || stopping_; });
     if (abort_ || queue_.empty()) break;
+    // While the run goes on, the front item waits until it is `linger`
+    // old, so that its trial's next items join it (nothing waits once the
+    // queue is behind).
+    if (!stopping_ && broken_.empty()) {
+      const auto ready = queue_.front().queued + options_.linger;
+      if (std::chrono::steady_clock::now() < ready) {
+        cv_.wait_until(lk, ready, [&] { return stopping_; });
+        continue;
+      }
+    }
     // The front item and, if it is a trial's, the trial's next items too:
     // reports (within log-batch's limits) up to and including its end, but
     // not its next start (a new attempt). Items of other trials keep their

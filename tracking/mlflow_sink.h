@@ -15,8 +15,9 @@
 // max_flush), and gives up once nothing got through for flush_timeout; the
 // call in flight then is cut off, so Finish() returns within max_flush plus
 // a moment. What was left or dropped is returned, a line each (`tune export
-// mlflow` sends it later). Reports of one trial are sent together
-// (runs/log-batch) when several wait.
+// mlflow` sends it later). A trial's start, reports and end go in one
+// runs/log-batch when they wait together; an item waits `linger` for more
+// to come while the run goes on.
 //
 // Per trial the delivery thread reads one row of the database (the trial's
 // end) and writes one (its run id); nothing it does grows with the number
@@ -47,6 +48,10 @@ struct MlflowSinkOptions {
   std::chrono::milliseconds backoff_max = std::chrono::seconds(5);
   std::chrono::milliseconds request_timeout = std::chrono::seconds(30);  // a call in all
   std::chrono::milliseconds max_flush = std::chrono::minutes(5);
+  // How long an item waits on the queue (while the run goes on) for more
+  // of its trial's items to go in the same request: a short trial's start,
+  // report and end become one runs/log-batch.
+  std::chrono::milliseconds linger = std::chrono::milliseconds(100);
   // Where the sink's lines for the user go as they happen (a refused key,
   // credentials over plain http://): stderr when not set. Called from the
   // constructor and the delivery thread.
@@ -76,6 +81,7 @@ class MlflowSink : public TrackingSink {
     Trial trial;         // kTrialStart, kTrialEnd (number, id, params, state, attempt)
     MetricReport report;  // kReport
     double time = 0;
+    std::chrono::steady_clock::time_point queued{};  // set by Push()
   };
 
   void Push(Item item);

@@ -69,6 +69,16 @@ TEST_CASE("tune validate refuses a tracking_uri port outside 1-65535, and tune r
   CHECK(o.out.find("MLFLOW_TRACKING_URI: expected an http:// or https:// URL of an MLflow tracking server with a port "
                    "from 1 to 65535 after the host, got \"http://127.0.0.1:2147483648\"") != std::string::npos);
   CHECK(!fs::exists(dir.path / "t.db"));
+
+  // A parent-run tag MLflow would refuse (it would stop all logging) is
+  // refused by tune validate.
+  const std::string tagged = Write(dir.path, Spec({{"tags", {{"acc(%)", "x"}}}}));
+  Output tag = Sh(Tune("validate " + Quote(tagged)));
+  INFO(tag.out);
+  CHECK(tag.code == 2);
+  CHECK(tag.out.find(tagged + ": tracking.mlflow.tags[\"acc(%)\"]: expected a tag key MLflow takes (letters, digits, "
+                     "'_', '-', '.', ' ', ':' and '/', a normalised path); this one has a character other than") !=
+        std::string::npos);
 }
 
 TEST_CASE("credentials in tracking_uri log in but are printed nowhere and stored nowhere", "[tracking][mlflow][e2e]") {
