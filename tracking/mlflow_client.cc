@@ -162,9 +162,11 @@ Result<MlflowConnection> MlflowConnection::FromEnvironment(const std::string& sp
   }
   Result<MlflowUri> uri = ParseMlflowUri(text);
   if (!uri.ok()) {
+    // A path or file: URI (MLflow's local stores) gets the reason.
+    const bool not_a_url = uri.status().message() == "an http:// or https:// URL of an MLflow tracking server";
     return Status::InvalidArgument(source + ": expected " + uri.status().message() + ", got \"" +
-                                   SafeText(MaskCredentials(text), 500) +
-                                   "\" (tune logs only to tracking servers, not to local files)");
+                                   SafeText(MaskCredentials(text), 500) + "\"" +
+                                   (not_a_url ? " (tune logs only to tracking servers, not to local files)" : ""));
   }
   MlflowConnection c;
   c.tracking_uri = uri->WithoutCredentials();
