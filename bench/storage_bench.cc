@@ -22,7 +22,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "tuner/storage/storage.h"
+#include "storage/storage.h"
 
 namespace {
 

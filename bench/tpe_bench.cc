@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/tpe_suite.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
-#include "bench/tpe_suite.h"
 
 namespace tune {
 namespace {

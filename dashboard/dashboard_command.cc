@@ -9,7 +9,7 @@
 #include "dashboard/dashboard_data.h"
 #include "dashboard/report_page.h"
 #include "dashboard/server.h"
-#include "tuner/storage/storage.h"
+#include "storage/storage.h"
 
 namespace tune {
 namespace {

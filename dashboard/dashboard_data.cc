@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "schedulers/asha_scheduler.h"
 #include "search/ped_anova.h"
-#include "tuner/experiment_spec.h"
-#include "tuner/core/json_text.h"
+#include "spec/experiment_spec.h"
 
 namespace tune {
 namespace {

@@ -11,8 +11,8 @@
 
 #include <string>
 
-#include "tuner/core/status.h"
-#include "tuner/storage/storage.h"
+#include "core/status.h"
+#include "storage/storage.h"
 
 namespace tune {
 

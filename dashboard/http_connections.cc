@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/core/json_text.h"
+#include "core/json_text.h"
 
 namespace tune {
 namespace {

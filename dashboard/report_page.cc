@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "dashboard/assets.h"
-#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {

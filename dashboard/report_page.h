@@ -6,8 +6,8 @@
 
 #include <string>
 
+#include "core/status.h"
 #include "dashboard/dashboard_data.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

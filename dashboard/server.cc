@@ -17,12 +17,12 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "dashboard/assets.h"
 #include "dashboard/http_connections.h"
 #include "dashboard/http_gzip.h"
 #include "dashboard/request_head.h"
 #include "dashboard/request_rules.h"
-#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {

@@ -24,8 +24,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/status.h"
 #include "dashboard/dashboard_data.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

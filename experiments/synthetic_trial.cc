@@ -8,7 +8,7 @@
 // The curve is  eval_loss(t) = final + a * exp(-t / tau) + noise, where
 // final is smallest at lr = 3e-4, lora_r = 16, dropout = 0.1 (optimizer
 // offsets as the TPE benchmark's), and tau grows as lr shrinks, so small
-// learning rates converge late. Only RANK 0 prints metrics (SPEC section 3);
+// learning rates converge late. Only RANK 0 prints metrics (docs/architecture.md, section 4.4);
 // other ranks just sleep through the same steps.
 #include <signal.h>
 #include <time.h>

@@ -25,7 +25,7 @@
 #include "dashboard/dashboard_data.h"
 #include "dashboard/request_head.h"
 #include "dashboard/server.h"
-#include "tuner/storage/storage.h"
+#include "storage/storage.h"
 
 namespace {
 

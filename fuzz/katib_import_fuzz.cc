@@ -1,4 +1,4 @@
-// Fuzzes ImportKatibExperiment (tuner/import/katib_import.h) with a whole
+// Fuzzes ImportKatibExperiment (import/katib_import.h) with a whole
 // YAML document. Beyond "no crash, no undefined behaviour, no exception",
 // it checks what the contract promises: an error is InvalidArgument, one
 // line, naming the file first; a conversion is valid JSON with one-line
@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tuner/experiment_spec.h"
-#include "tuner/import/katib_import.h"
+#include "import/katib_import.h"
+#include "spec/experiment_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "k8s/kubectl.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

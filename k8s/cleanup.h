@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "k8s/kubernetes_options.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

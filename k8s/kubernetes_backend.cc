@@ -14,13 +14,13 @@
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/json_integer.h"
+#include "core/json_text.h"
 #include "k8s/child_process.h"
 #include "k8s/render.h"
 #include "k8s/workload.h"
 #include "trial_runner/last_line.h"
 #include "trial_runner/metric_report.h"
-#include "tuner/core/json_integer.h"
-#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace bp = boost::process;
@@ -595,6 +595,23 @@ std::string KubernetesBackend::LeftoverCommand() const {
   if (Leftovers().empty()) return "";
   return KubectlCommandLine(kubectl_, {"delete", workload_->LabelledResources(), "-l",
                                        std::string(kExperimentLabel) + "=" + label_, "--cascade=foreground"});
+}
+
+Status KubernetesBackend::CheckLaunchable(const LaunchSpec& spec) {
+  return RenderTrialManifests(opts_, spec, KubernetesObjectName(experiment_, spec.trial_number, spec.attempt))
+      .status();
+}
+
+Result<std::optional<ResumeAdoption>> KubernetesBackend::AdoptOnResume(
+    const std::map<TrialId, LaunchSpec>& running) {
+  TUNE_ASSIGN_OR_RETURN(std::set<TrialId> adopted, AdoptOrClean(running));
+  return std::optional<ResumeAdoption>(ResumeAdoption{std::move(adopted), WorkloadKind()});
+}
+
+std::string KubernetesBackend::RunNote() const {
+  if (stats_.retried == 0 && stats_.failed == 0) return "";
+  return "Kubernetes API: " + std::to_string(stats_.calls) + " calls, " + std::to_string(stats_.retried) +
+         " retries after transient errors, " + std::to_string(stats_.failed) + " calls failed in the end";
 }
 
 Status KubernetesBackend::DeleteAll() {

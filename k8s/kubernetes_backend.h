@@ -99,13 +99,21 @@ class KubernetesBackend : public TrialBackend {
   // Ctrl-C: once `*stop` is true, every kubectl in flight is ended (its
   // process group killed), no new call is made, and Kill/Shutdown leave the
   // Jobs for --resume. Call before Launch.
-  void SetStopFlag(const std::atomic<bool>* stop);
+  void SetStopFlag(const std::atomic<bool>* stop) override;
+  // The attempt's manifests render (RenderTrialManifests): what `tune
+  // render` refuses is refused before anything is created.
+  Status CheckLaunchable(const LaunchSpec& spec) override;
+  // AdoptOrClean, with the workload's kind.
+  Result<std::optional<ResumeAdoption>> AdoptOnResume(const std::map<TrialId, LaunchSpec>& running) override;
+  // "Kubernetes API: N calls, R retries after transient errors, F calls
+  // failed in the end" when any call was retried or failed.
+  std::string RunNote() const override;
 
   // After Shutdown: `kind/name` of the objects labelled with the experiment
   // that could not be deleted, and the kubectl command that deletes them
   // (empty if none).
-  std::vector<std::string> Leftovers() const;
-  std::string LeftoverCommand() const;
+  std::vector<std::string> Leftovers() const override;
+  std::string LeftoverCommand() const override;
   // The kind each attempt runs as ("Job", "PyTorchJob", "TrainJob").
   std::string WorkloadKind() const { return workload_->Kind(); }
   // API calls made, retried and failed (for the soak benchmark).

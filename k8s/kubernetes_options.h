@@ -1,5 +1,5 @@
 // KubernetesOptions: experiment.json's `backend` options for the kubernetes
-// backend (SPEC section 2). A plain struct, filled by the spec parser.
+// backend (docs/experiment.md, `backend`). A plain struct, filled by the spec parser.
 #pragma once
 
 #include <map>

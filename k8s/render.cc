@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "k8s/render_kubeflow.h"
 #include "k8s/render_parts.h"
-#include "tuner/core/json_text.h"
 
 namespace tune {
 namespace {

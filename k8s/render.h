@@ -1,4 +1,4 @@
-// Rendering of one trial attempt as Kubernetes objects (SPEC section 6).
+// Rendering of one trial attempt as Kubernetes objects (docs/kubernetes.md).
 // backend.job_kind picks the kind; this header describes "job", the
 // default, and k8s/render_kubeflow.h the Kubeflow kinds.
 //
@@ -13,9 +13,9 @@
 
 #include <string>
 
+#include "core/status.h"
 #include "k8s/kubernetes_options.h"
 #include "trial_runner/trial_backend.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

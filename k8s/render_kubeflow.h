@@ -34,9 +34,9 @@
 
 #include <string>
 
+#include "core/status.h"
 #include "k8s/kubernetes_options.h"
 #include "trial_runner/trial_backend.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

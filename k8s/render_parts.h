@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/status.h"
 #include "k8s/kubernetes_options.h"
 #include "trial_runner/trial_backend.h"
-#include "tuner/core/status.h"
 
 namespace tune::render_internal {
 

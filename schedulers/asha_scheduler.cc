@@ -221,4 +221,11 @@ std::optional<double> AshaScheduler::Cutoff(int s, double milestone) const {
   return std::nullopt;
 }
 
+std::vector<RungBracket> AshaScheduler::Brackets() const {
+  const std::vector<double> p = BracketProbabilities();
+  std::vector<RungBracket> out;
+  for (int b = 0; b < num_brackets(); ++b) out.push_back({Milestones(b), p[b]});
+  return out;
+}
+
 }  // namespace tune

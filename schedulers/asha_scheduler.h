@@ -30,7 +30,7 @@
 // Ray returns CONTINUE without looking at a result that lacks time_attr or
 // the metric. Here the tuner calls OnTrialResult only for reports with the
 // objective; a report without time_attr gets the count of reports so far
-// as its step (SPEC section 3), where Ray would skip it.
+// as its step (docs/architecture.md, section 4.4), where Ray would skip it.
 //
 // Replay: the state is a function of the event sequence; replaying the same
 // events gives the same decisions. Reports of a trial after it was stopped
@@ -47,8 +47,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "schedulers/scheduler.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 
@@ -88,6 +88,8 @@ class AshaScheduler : public Scheduler {
   std::vector<double> Milestones(int s) const;
   // The softmax probabilities with which a new trial joins each bracket.
   std::vector<double> BracketProbabilities() const;
+  // Every bracket's milestones with its probability.
+  std::vector<RungBracket> Brackets() const override;
   // Bracket of a trial added before, or nullopt.
   std::optional<int> BracketOf(TrialId id) const;
   // Current cutoff (sign-flipped reward space) of bracket `s` at `milestone`,

@@ -37,8 +37,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "schedulers/scheduler.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

@@ -15,8 +15,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "tuner/core/trial.h"
+#include "core/trial.h"
 
 namespace tune {
 
@@ -30,6 +31,13 @@ struct Decision {
   std::string reason;  // one line for logs, e.g. "below rung 9 cutoff 2.31"
 
   static Decision Continue() { return {}; }
+};
+
+// One bracket of a scheduler with rungs (ASHA): where it checks trials and
+// the share of new trials it gets.
+struct RungBracket {
+  std::vector<double> milestones;  // time_attr values, ascending
+  double probability = 1;
 };
 
 class Scheduler {
@@ -46,6 +54,9 @@ class Scheduler {
   // The trial's attempt failed; it may be retried (then OnTrialAdd is not
   // called again, reports restart from the beginning).
   virtual void OnTrialError(const Trial& trial) { (void)trial; }
+  // Where this scheduler stops trials early, for `tune validate`: its
+  // brackets; empty for a scheduler without rungs.
+  virtual std::vector<RungBracket> Brackets() const { return {}; }
 };
 
 }  // namespace tune

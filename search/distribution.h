@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "tuner/core/param.h"
+#include "core/param.h"
 
 namespace tune {
 

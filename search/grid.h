@@ -4,8 +4,8 @@
 
 #include <vector>
 
+#include "core/status.h"
 #include "search/search_space.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

@@ -7,9 +7,9 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "core/status.h"
 #include "search/parzen_chunk.h"
 #include "search/truncnorm.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 namespace {

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+#include "core/trial.h"
 #include "search/search_space.h"
-#include "tuner/core/status.h"
-#include "tuner/core/trial.h"
 
 namespace tune {
 

@@ -12,9 +12,9 @@
 #include <memory>
 #include <string>
 
+#include "core/status.h"
+#include "core/trial.h"
 #include "search/search_space.h"
-#include "tuner/core/status.h"
-#include "tuner/core/trial.h"
 
 namespace tune {
 

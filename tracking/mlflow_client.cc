@@ -18,8 +18,8 @@
 #include "tracking/mlflow_keys.h"
 #include "tracking/mlflow_uri.h"
 
-#include "tuner/core/json_integer.h"
-#include "tuner/core/json_text.h"
+#include "core/json_integer.h"
+#include "core/json_text.h"
 
 namespace tune::tracking {
 namespace {

@@ -27,9 +27,9 @@
 #include <set>
 #include <string>
 
+#include "core/trial.h"
+#include "storage/storage.h"
 #include "tracking/mlflow_client.h"
-#include "tuner/core/trial.h"
-#include "tuner/storage/storage.h"
 
 namespace tune::tracking {
 

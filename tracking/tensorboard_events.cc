@@ -3,8 +3,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/utf8.h"
 #include "tracking/proto_writer.h"
-#include "tuner/core/utf8.h"
 
 namespace tune::tracking {
 namespace {

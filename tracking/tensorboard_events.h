@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tuner/core/param.h"
+#include "core/param.h"
 
 namespace tune::tracking {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune::tracking {
 

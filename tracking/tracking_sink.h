@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/core/trial.h"
+#include "core/trial.h"
 
 namespace tune::tracking {
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_integer.h"
 #include "trainer/rng_state.h"
-#include "tuner/core/json_integer.h"
 
 namespace tune {
 namespace {

@@ -12,8 +12,8 @@
 
 #include <torch/torch.h>
 
+#include "core/status.h"
 #include "trainer/safetensors.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune {
 

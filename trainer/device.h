@@ -21,8 +21,8 @@
 
 #include <torch/torch.h>
 
+#include "core/status.h"
 #include "trainer/model.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

@@ -14,7 +14,7 @@
 
 #include <torch/torch.h>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/core/json_integer.h"
+#include "core/json_integer.h"
 
 namespace tune {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune {
 

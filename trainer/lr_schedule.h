@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune {
 

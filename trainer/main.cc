@@ -1,4 +1,4 @@
-// lora_train: LoRA fine-tuning of Llama / Qwen2 models (SPEC section 5).
+// lora_train: LoRA fine-tuning of Llama / Qwen2 models (trainer/README.md).
 //
 //   lora_train --base DIR --data FILE.jsonl [options]      fine-tune LoRA adapters
 //   lora_train init --config config.json --tokenizer tokenizer.json --out DIR

@@ -17,11 +17,11 @@
 
 #include <torch/torch.h>
 
+#include "core/status.h"
 #include "trainer/lora_config.h"
 #include "trainer/model_config.h"
 #include "trainer/rope.h"
 #include "trainer/safetensors.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_integer.h"
 #include "trainer/config_keys.h"
-#include "tuner/core/json_integer.h"
 
 namespace tune {
 namespace {

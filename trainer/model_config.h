@@ -10,7 +10,7 @@
 
 #include "trainer/rope_config.h"
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune {
 

@@ -15,9 +15,9 @@
 
 #include <torch/torch.h>
 
+#include "core/status.h"
 #include "trainer/distributed.h"
 #include "trainer/safetensors.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

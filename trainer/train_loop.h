@@ -16,11 +16,11 @@
 
 #include <torch/torch.h>
 
+#include "core/status.h"
 #include "trainer/distributed.h"
 #include "trainer/model.h"
 #include "trainer/text/data.h"
 #include "trainer/train_options.h"
-#include "tuner/core/status.h"
 
 namespace tune {
 

@@ -1,4 +1,4 @@
-// The lora_train subcommands and their options (SPEC section 5). Torch-free:
+// The lora_train subcommands and their options (trainer/README.md). Torch-free:
 // main.cc parses flags into these structs; the Run* functions (libtorch,
 // in lora_core) do the work and return the process exit code (0 success,
 // 1 failure, 2 invalid input), printing one readable error on stderr.

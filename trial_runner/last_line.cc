@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "tuner/core/one_line.h"
+#include "core/one_line.h"
 
 namespace tune {
 

@@ -8,7 +8,7 @@ namespace tune {
 
 // The last non-empty line of `text` (a log's tail, a Kubernetes termination
 // message), trailing whitespace removed, as OneLine(line, 200)
-// (tuner/core/one_line.h). "" if `text` has no such line.
+// (core/one_line.h). "" if `text` has no such line.
 std::string LastLine(std::string_view text);
 
 }  // namespace tune

@@ -18,11 +18,11 @@
 #include <filesystem>
 #include <sstream>
 
+#include "core/exception_text.h"
 #include "trial_runner/last_line.h"
 #include "trial_runner/metric_report.h"
 #include "trial_runner/port_allocator.h"
 #include "trial_runner/process_group.h"
-#include "tuner/core/exception_text.h"
 
 extern char** environ;
 
@@ -183,6 +183,10 @@ std::vector<int> LocalBackend::gpu_ids() const { return gpu_ids_; }
 int LocalBackend::MaxConcurrent(const LaunchSpec& spec) const {
   std::lock_guard<std::mutex> lock(mu_);
   return pool_.MaxConcurrent({spec.workers, spec.cpu_per_worker, spec.gpu_per_worker});
+}
+
+std::optional<BackendCapacity> LocalBackend::Capacity(const LaunchSpec& shape) const {
+  return BackendCapacity{gpu_ids(), total_cpu_slots(), MaxConcurrent(shape)};
 }
 
 Status LocalBackend::CheckFeasible(const LaunchSpec& spec) {

@@ -1,7 +1,7 @@
 // LocalBackend: runs trial attempts as process groups on this machine.
 //
 // Each attempt starts `workers` processes (torchrun-style environment, see
-// SPEC section 3), each under a small supervisor in its own process group
+// docs/architecture.md, section 4.2), each under a small supervisor in its own process group
 // (process_group.h), with a free MASTER_PORT reserved for the attempt
 // (port_allocator.h) and CPU slots / GPUs taken from a ResourcePool.
 // Rank r's stdout+stderr go to <trial_dir>/rank_<r>.log; rank 0's lines are
@@ -115,6 +115,8 @@ class LocalBackend : public TrialBackend {
   std::vector<int> gpu_ids() const;
   // Trials of this shape the machine runs at once (ResourcePool::MaxConcurrent).
   int MaxConcurrent(const LaunchSpec& spec) const;
+  // The GPUs, CPU slots and MaxConcurrent(shape).
+  std::optional<BackendCapacity> Capacity(const LaunchSpec& shape) const override;
 
  private:
   struct Rank;

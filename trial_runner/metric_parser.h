@@ -1,4 +1,4 @@
-// Metric line parsing (SPEC section 3): Katib text form and JSON form.
+// Metric line parsing (docs/architecture.md, section 4.4): Katib text form and JSON form.
 #pragma once
 
 #include <map>

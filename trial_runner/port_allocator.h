@@ -1,7 +1,7 @@
 // PortAllocator: free TCP ports for MASTER_PORT, reserved while a trial runs.
 #pragma once
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune {
 

@@ -1,11 +1,11 @@
 // ResourcePool: the CPU slots and GPUs of this machine, shared by local
-// trial attempts (SPEC section 2, `resources_per_worker`).
+// trial attempts (docs/experiment.md, `trial.resources_per_worker`).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune {
 

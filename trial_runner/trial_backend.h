@@ -6,15 +6,17 @@
 // own threads internally (e.g. to read pipes) and must then be safe for that.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+#include "core/trial.h"
 #include "trial_runner/secret_key_ref.h"
-#include "tuner/core/status.h"
-#include "tuner/core/trial.h"
 
 namespace tune {
 
@@ -52,6 +54,21 @@ struct RunStatus {
   std::string location; // where it runs, for the database: "local:pgid 4242"
 };
 
+// What the machine offers trials (`tune validate`): known only to a
+// backend that places attempts itself (local).
+struct BackendCapacity {
+  std::vector<int> gpu_ids;  // the GPUs trials may use
+  double cpu_slots = 0;      // CPU slots in all
+  int fit = -1;              // attempts of the asked shape that fit at once; -1: no limit
+};
+
+// On `tune run --resume`: the attempts that ran when the tuner stopped and
+// are still there, now followed again (or harvested if they ended).
+struct ResumeAdoption {
+  std::set<TrialId> adopted;
+  std::string workload;  // what an attempt runs as, for messages: "Job", "PyTorchJob", ...
+};
+
 class TrialBackend {
  public:
   virtual ~TrialBackend() = default;
@@ -85,6 +102,38 @@ class TrialBackend {
   // log ("the Kubernetes API server has not answered for 12 s"), returned
   // once; empty if there is none. Polled by the tuner's thread.
   virtual std::string TakeNotice() { return ""; }
+
+  // The tuner's interrupt flag: once *stop is true, calls in flight end
+  // early and Kill/Shutdown leave what runs for --resume (Kubernetes). Call
+  // before Launch; the flag outlives the backend.
+  virtual void SetStopFlag(const std::atomic<bool>* stop) { (void)stop; }
+  // Checks, without side effects, that an attempt like `spec` can be
+  // launched at all (Kubernetes: its manifests render, every text UTF-8), so
+  // that `tune run` refuses before it creates anything.
+  virtual Status CheckLaunchable(const LaunchSpec& spec) { (void)spec; return Status::Ok(); }
+  // On --resume, before any Launch: `running` maps the trials the database
+  // says were running to the LaunchSpec each would get now. A backend whose
+  // attempts outlive the tuner adopts those still there and removes the rest
+  // of what the earlier run left; nullopt where attempts end with the tuner
+  // (local), so those trials simply run again.
+  virtual Result<std::optional<ResumeAdoption>> AdoptOnResume(const std::map<TrialId, LaunchSpec>& running) {
+    (void)running;
+    return std::optional<ResumeAdoption>();
+  }
+  // For `tune validate`: what the machine offers attempts shaped like
+  // `shape` (workers, CPU and GPUs per worker); nullopt where the backend
+  // does not place attempts itself (a cluster schedules them).
+  virtual std::optional<BackendCapacity> Capacity(const LaunchSpec& shape) const {
+    (void)shape;
+    return std::nullopt;
+  }
+  // After Shutdown: one line on the backend's own trouble during the run
+  // ("Kubernetes API: 120 calls, 3 retries ..."); empty if there was none.
+  virtual std::string RunNote() const { return ""; }
+  // After Shutdown: what could not be deleted (`kind/name`) and the shell
+  // command that deletes it; empty if nothing was left.
+  virtual std::vector<std::string> Leftovers() const { return {}; }
+  virtual std::string LeftoverCommand() const { return ""; }
 };
 
 }  // namespace tune

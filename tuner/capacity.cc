@@ -14,8 +14,16 @@ std::string Number(double v) {
 
 }  // namespace
 
-std::string DescribeLocalCapacity(const ExperimentSpec& spec, const LocalBackend& backend) {
-  const std::vector<int> gpus = backend.gpu_ids();
+LaunchSpec AttemptShape(const ExperimentSpec& spec) {
+  LaunchSpec shape;
+  shape.workers = spec.trial.workers;
+  shape.cpu_per_worker = spec.trial.resources_per_worker.cpu;
+  shape.gpu_per_worker = spec.trial.resources_per_worker.gpu;
+  return shape;
+}
+
+std::string DescribeCapacity(const ExperimentSpec& spec, const BackendCapacity& capacity) {
+  const std::vector<int>& gpus = capacity.gpu_ids;
   std::ostringstream out;
   out << "  GPUs        ";
   if (gpus.empty()) {
@@ -27,11 +35,8 @@ std::string DescribeLocalCapacity(const ExperimentSpec& spec, const LocalBackend
   }
   out << "\n";
 
-  LaunchSpec shape;
-  shape.workers = spec.trial.workers;
-  shape.cpu_per_worker = spec.trial.resources_per_worker.cpu;
-  shape.gpu_per_worker = spec.trial.resources_per_worker.gpu;
-  const int fit = backend.MaxConcurrent(shape);
+  const LaunchSpec shape = AttemptShape(spec);
+  const int fit = capacity.fit;
   const int limit = spec.limits.max_concurrent_trials;
   out << "  capacity    ";
   if (fit < 0) {
@@ -40,7 +45,7 @@ std::string DescribeLocalCapacity(const ExperimentSpec& spec, const LocalBackend
     out << fit << " trial" << (fit == 1 ? "" : "s") << " at once: each takes " << shape.workers << " worker(s) x "
         << Number(shape.cpu_per_worker) << " CPU slot(s)";
     if (shape.gpu_per_worker > 0) out << " and " << shape.gpu_per_worker << " GPU(s)";
-    out << " of " << Number(backend.total_cpu_slots()) << " CPU slots and " << gpus.size() << " GPUs";
+    out << " of " << Number(capacity.cpu_slots) << " CPU slots and " << gpus.size() << " GPUs";
   }
   out << "; max_concurrent_trials " << limit;
   const int runs = fit < 0 ? limit : std::min(fit, limit);

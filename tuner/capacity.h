@@ -1,11 +1,11 @@
-// What `tune validate` says about the machine a local experiment runs on:
-// the GPUs it found and how many trials fit at once.
+// What `tune validate` says about the machine a local experiment runs on
+// (TrialBackend::Capacity): the GPUs it found and how many trials fit at once.
 #pragma once
 
 #include <string>
 
-#include "trial_runner/local_backend.h"
-#include "tuner/experiment_spec.h"
+#include "spec/experiment_spec.h"
+#include "trial_runner/trial_backend.h"
 
 namespace tune {
 
@@ -16,6 +16,10 @@ namespace tune {
 //   "  capacity    4 trials at once: each takes 1 worker(s) x 1 CPU slot(s)
 //                  and 1 GPU(s) of 16 CPU slots and 4 GPUs;
 //                  max_concurrent_trials 8 (4 run, the rest wait)"
-std::string DescribeLocalCapacity(const ExperimentSpec& spec, const LocalBackend& backend);
+std::string DescribeCapacity(const ExperimentSpec& spec, const BackendCapacity& capacity);
+
+// The shape of one attempt of `spec` (workers, CPU and GPUs per worker), as
+// TrialBackend::Capacity takes it.
+LaunchSpec AttemptShape(const ExperimentSpec& spec);
 
 }  // namespace tune

@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <set>
 
+#include "spec/experiment_spec.h"
+#include "storage/storage.h"
 #include "tuner/cli_commands.h"
-#include "tuner/experiment_spec.h"
 #include "tuner/run_lock.h"
-#include "tuner/storage/storage.h"
 
 #ifdef TUNE_HAVE_K8S
 #include "k8s/cleanup.h"

@@ -6,11 +6,11 @@
 #include <memory>
 #include <string>
 
+#include "core/status.h"
 #include "schedulers/scheduler.h"
 #include "search/sampler.h"
+#include "spec/experiment_spec.h"
 #include "trial_runner/trial_backend.h"
-#include "tuner/core/status.h"
-#include "tuner/experiment_spec.h"
 
 namespace tune {
 

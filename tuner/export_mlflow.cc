@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "tracking/mlflow_uri.h"
-#include "tuner/core/json_text.h"
 #include "tuner/report.h"
 
 namespace tune {

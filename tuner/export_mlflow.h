@@ -10,10 +10,10 @@
 #include <ostream>
 #include <string>
 
+#include "core/status.h"
+#include "spec/experiment_spec.h"
+#include "storage/storage.h"
 #include "tracking/mlflow_runs.h"
-#include "tuner/core/status.h"
-#include "tuner/experiment_spec.h"
-#include "tuner/storage/storage.h"
 
 namespace tune {
 

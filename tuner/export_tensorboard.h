@@ -7,8 +7,8 @@
 #include <ostream>
 #include <string>
 
-#include "tuner/core/status.h"
-#include "tuner/storage/storage.h"
+#include "core/status.h"
+#include "storage/storage.h"
 
 namespace tune {
 

@@ -1,5 +1,5 @@
 // `tune import katib EXPERIMENT.yaml [-o experiment.json]`: the importer
-// (tuner/import/) plus the file handling and the check that the result is
+// (import/) plus the file handling and the check that the result is
 // an experiment `tune validate` reads.
 #include <unistd.h>
 
@@ -8,10 +8,10 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/read_file.h"
+#include "import/katib_import.h"
+#include "spec/experiment_spec.h"
 #include "tuner/cli_commands.h"
-#include "tuner/core/read_file.h"
-#include "tuner/experiment_spec.h"
-#include "tuner/import/katib_import.h"
 
 namespace tune {
 namespace {

@@ -1,4 +1,4 @@
-// tune: the command line (SPEC section 1).
+// tune: the command line (docs/architecture.md, section 5).
 //
 // Exit codes: 0 success; 1 the experiment failed, or an unexpected error
 // (one `tune: internal error: ...` sentence; an experiment it stopped is
@@ -19,9 +19,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/exception_text.h"
 #include "dashboard/dashboard_command.h"
 #include "tuner/cli_commands.h"
-#include "tuner/core/exception_text.h"
 
 namespace {
 

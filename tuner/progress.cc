@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "tuner/core/utf8.h"
+#include "core/utf8.h"
 
 namespace tune {
 namespace {

@@ -9,7 +9,7 @@
 #include <ostream>
 #include <string>
 
-#include "tuner/core/trial.h"
+#include "core/trial.h"
 
 namespace tune {
 

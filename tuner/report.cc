@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
+#include "core/one_line.h"
+#include "core/utf8.h"
 #include "search/ped_anova.h"
-#include "tuner/core/one_line.h"
-#include "tuner/core/json_text.h"
-#include "tuner/core/utf8.h"
 
 namespace tune {
 namespace {

@@ -1,5 +1,5 @@
 // Report: what the query commands `tune best`, `tune trials` and
-// `tune status` print (SPEC sections 1 and 4).
+// `tune status` print (docs/architecture.md, section 5; docs/database.md).
 //
 // Each function reads the database through `storage` (one snapshot per
 // Storage call; safe while `tune run` writes), writes to `out` and returns
@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "tuner/core/status.h"
-#include "tuner/core/trial.h"
-#include "tuner/experiment_spec.h"
-#include "tuner/storage/storage.h"
+#include "core/status.h"
+#include "core/trial.h"
+#include "spec/experiment_spec.h"
+#include "storage/storage.h"
 
 namespace tune {
 
@@ -75,7 +75,7 @@ Status PrintStatus(Storage& storage, std::ostream& out);
 std::string FormatDuration(double seconds);
 
 // The fields of one CSV record, RFC 4180 quoted, joined by commas, ended by
-// CRLF; UTF-8, as the JSON outputs (ValidUtf8, tuner/core/utf8.h).
+// CRLF; UTF-8, as the JSON outputs (ValidUtf8, core/utf8.h).
 std::string CsvRecord(const std::vector<std::string>& fields);
 
 }  // namespace tune

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune {
 

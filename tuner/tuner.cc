@@ -11,10 +11,10 @@
 #include <set>
 #include <thread>
 
+#include "core/exception_text.h"
+#include "core/one_line.h"
 #include "search/grid.h"
 #include "tuner/components.h"
-#include "tuner/core/exception_text.h"
-#include "tuner/core/one_line.h"
 
 namespace tune {
 namespace {

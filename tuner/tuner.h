@@ -19,14 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "schedulers/scheduler.h"
 #include "search/sampler.h"
-#include "trial_runner/trial_backend.h"
+#include "spec/experiment_spec.h"
+#include "storage/storage.h"
 #include "tracking/tracking_sink.h"
-#include "tuner/core/status.h"
-#include "tuner/experiment_spec.h"
+#include "trial_runner/trial_backend.h"
 #include "tuner/progress.h"
-#include "tuner/storage/storage.h"
 
 namespace tune {
 
@@ -98,7 +98,7 @@ class Tuner {
 };
 
 // The LaunchSpec of trial `t`'s current attempt: command and env with every
-// placeholder substituted, the SPEC section 3 environment, resources.
+// placeholder substituted, the environment of docs/architecture.md, section 4.2, resources.
 LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std::string& trial_dir);
 
 // Replaces ${name} in `arg` by values: parameters, trial_id, experiment,

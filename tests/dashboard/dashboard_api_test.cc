@@ -14,7 +14,7 @@
 
 #include "dashboard/http_gzip.h"
 #include "dashboard/report_page.h"
-#include "tuner/storage/storage.h"
+#include "storage/storage.h"
 #include "tests/dashboard/dashboard_util.h"
 
 namespace {

@@ -20,8 +20,8 @@
 #include "dashboard/request_head.h"
 #include "dashboard/request_rules.h"
 #include "dashboard/server.h"
+#include "storage/storage.h"
 #include "tests/e2e/e2e_util.h"
-#include "tuner/storage/storage.h"
 
 namespace {
 

@@ -27,10 +27,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/utf8.h"
+#include "storage/storage.h"
 #include "tests/dashboard/dashboard_util.h"
 #include "tests/e2e/e2e_util.h"
-#include "tuner/core/utf8.h"
-#include "tuner/storage/storage.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // `tune import katib` end to end: the real binary on Katib's examples, its
-// exit status (SPEC section 1: 0 ok, 2 invalid input), its notes on stderr,
+// exit status (docs/architecture.md, section 5: 0 ok, 2 invalid input), its notes on stderr,
 // the file it writes, and `tune validate` on that file.
 #include <catch2/catch.hpp>
 #include <sys/wait.h>

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "tuner/experiment_spec.h"
-#include "tuner/import/katib_import.h"
+#include "import/katib_import.h"
+#include "spec/experiment_spec.h"
 
 namespace {
 

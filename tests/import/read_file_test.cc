@@ -1,4 +1,4 @@
-// ReadFileCapped (tuner/core/read_file.h), the reader of every file the
+// ReadFileCapped (core/read_file.h), the reader of every file the
 // user names: regular files up to the cap, and an error without blocking
 // or reading for FIFOs, devices and directories.
 #include <catch2/catch.hpp>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "tuner/core/read_file.h"
+#include "core/read_file.h"
 
 namespace {
 

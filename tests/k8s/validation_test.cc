@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/render.h"
+#include "spec/experiment_spec.h"
 #include "tests/k8s/fake_cluster.h"
-#include "tuner/experiment_spec.h"
 
 namespace tune {
 namespace {

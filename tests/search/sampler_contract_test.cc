@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "search/random_sampler.h"
-#include "tests/search/sampler_test_util.h"
 #include "search/tpe_sampler.h"
+#include "tests/search/sampler_test_util.h"
 
 namespace tune {
 namespace {

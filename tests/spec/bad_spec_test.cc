@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tuner/experiment_spec.h"
+#include "spec/experiment_spec.h"
 
 namespace tune {
 namespace {

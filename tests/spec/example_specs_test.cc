@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-#include "tuner/experiment_spec.h"
+#include "spec/experiment_spec.h"
 
 namespace tune {
 namespace {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "tuner/experiment_spec.h"
 #include "search/tpe_sampler.h"
+#include "spec/experiment_spec.h"
 
 namespace tune {
 namespace {
@@ -195,7 +195,7 @@ TEST_CASE("spec: absent keys get their documented defaults", "[spec]") {
   CHECK(spec.storage_path.empty());
 }
 
-TEST_CASE("spec: the SPEC section 2 example parses with every value", "[spec]") {
+TEST_CASE("spec: the documented example with every key set parses with every value", "[spec]") {
   auto spec = MustParse(R"({
     "name": "lora-asha",
     "objective": {"metric": "eval_loss", "mode": "min", "goal": 1.8, "scope": "best"},

@@ -1,5 +1,5 @@
 // `tune validate` end to end: the real binary on real files, its exit status
-// (SPEC section 1: 0 ok, 2 invalid input) and its one-sentence error.
+// (docs/architecture.md, section 5: 0 ok, 2 invalid input) and its one-sentence error.
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>

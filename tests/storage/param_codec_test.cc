@@ -8,9 +8,9 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "storage/param_codec.h"
+#include "storage/storage.h"
 #include "tests/storage/temp_dir.h"
-#include "tuner/storage/param_codec.h"
-#include "tuner/storage/storage.h"
 
 namespace tune {
 namespace {

@@ -12,8 +12,8 @@
 #include <set>
 #include <thread>
 
+#include "storage/storage.h"
 #include "tests/storage/temp_dir.h"
-#include "tuner/storage/storage.h"
 
 namespace tune {
 namespace {

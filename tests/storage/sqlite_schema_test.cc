@@ -5,9 +5,9 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "storage/sqlite_schema.h"
+#include "storage/storage.h"
 #include "tests/storage/temp_dir.h"
-#include "tuner/storage/sqlite_schema.h"
-#include "tuner/storage/storage.h"
 
 namespace tune {
 namespace {

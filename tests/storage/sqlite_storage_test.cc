@@ -9,8 +9,8 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "storage/storage.h"
 #include "tests/storage/temp_dir.h"
-#include "tuner/storage/storage.h"
 
 namespace tune {
 namespace {

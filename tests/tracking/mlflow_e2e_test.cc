@@ -19,9 +19,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "storage/storage.h"
 #include "tests/e2e/e2e_util.h"
 #include "tracking/mlflow_keys.h"
-#include "tuner/storage/storage.h"
 
 namespace {
 
@@ -471,7 +471,7 @@ TEST_CASE("tracking.mlflow: the key rule agrees with MLflow's own validation", "
   }
 }
 
-TEST_CASE("tracking.mlflow: keys MLflow refuses are named once and the rest is logged; credentials in the URI are "
+TEST_CASE("tracking.mlflow: keys MLflow refuses are named once and the rest is logged, and credentials in the URI are "
           "stored nowhere",
           "[tracking][e2e][mlflow]") {
   const std::string python = MlflowPython();

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "tuner/storage/storage.h"
+#include "storage/storage.h"
 
 namespace tune::testing {
 

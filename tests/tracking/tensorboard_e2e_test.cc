@@ -4,8 +4,8 @@
 // must equal what the database holds.
 #include <nlohmann/json.hpp>
 
+#include "storage/storage.h"
 #include "tests/e2e/e2e_util.h"
-#include "tuner/storage/storage.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/trainer_text/scratch.h"
 #include "trainer/text/bpe_trainer.h"
 #include "trainer/text/tokenizer.h"
-#include "tests/trainer_text/scratch.h"
 
 namespace tune::text {
 namespace {

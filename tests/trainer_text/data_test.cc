@@ -1,7 +1,7 @@
 // JSONL and corpus loading: loss masks, truncation, malformed lines,
 // deterministic shuffle and split.
-#include "trainer/text/data.h"
 #include "tests/trainer_text/scratch.h"
+#include "trainer/text/data.h"
 
 #include <cstdlib>
 #include <fstream>

@@ -10,8 +10,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "trainer/text/data.h"
 #include "tests/trainer_text/scratch.h"
+#include "trainer/text/data.h"
 #include "trainer/text/tokenizer.h"
 
 namespace tune::text {

@@ -1,11 +1,11 @@
 // LastLine: what a failed trial's message quotes from its log; OneLine
-// (tuner/core), which makes it fit one line.
+// (core), which makes it fit one line.
 #include "trial_runner/last_line.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "tuner/core/one_line.h"
+#include "core/one_line.h"
 
 namespace tune {
 namespace {

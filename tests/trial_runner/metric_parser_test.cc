@@ -1,4 +1,4 @@
-// Table-driven tests of ParseMetricLine (SPEC section 3, metric_parser.h).
+// Table-driven tests of ParseMetricLine (docs/architecture.md, section 4.4; metric_parser.h).
 #include "trial_runner/metric_parser.h"
 
 #include <cmath>

@@ -1,6 +1,6 @@
-// ValidUtf8 (tuner/core/utf8.h): what tables, CSV and progress lines print
+// ValidUtf8 (core/utf8.h): what tables, CSV and progress lines print
 // of a trial's bytes, and that it matches what DumpJson writes.
-#include "tuner/core/utf8.h"
+#include "core/utf8.h"
 
 #include <catch2/catch.hpp>
 #include <random>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/core/json_text.h"
+#include "core/json_text.h"
 
 namespace tune {
 namespace {

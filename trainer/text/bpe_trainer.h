@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune::text {
 

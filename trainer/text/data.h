@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "trainer/text/tokenizer.h"
-#include "tuner/core/status.h"
 
 namespace tune::text {
 

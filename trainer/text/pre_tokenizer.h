@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "trainer/text/regex.h"
-#include "tuner/core/status.h"
 
 namespace tune::text {
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "tuner/core/status.h"
+#include "core/status.h"
 
 namespace tune::text {
 

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_integer.h"
 #include "trainer/text/byte_level.h"
-#include "tuner/core/json_integer.h"
 
 namespace tune::text {
 

@@ -1,0 +1,18 @@
+#include "core/status.h"
+
+namespace tune {
+
+std::string Status::ToString() const {
+  const char* name = "OK";
+  switch (code_) {
+    case StatusCode::kOk: return "OK";
+    case StatusCode::kInvalidArgument: name = "invalid argument"; break;
+    case StatusCode::kNotFound: name = "not found"; break;
+    case StatusCode::kFailedPrecondition: name = "failed precondition"; break;
+    case StatusCode::kUnavailable: name = "unavailable"; break;
+    case StatusCode::kInternal: name = "internal"; break;
+  }
+  return std::string(name) + ": " + message_;
+}
+
+}  // namespace tune

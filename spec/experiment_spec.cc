@@ -1,0 +1,460 @@
+// experiment.json: reading the file, the JSON syntax (with line and column),
+// and the top-level sections objective, search, scheduler, limits, storage.
+// `parameters` is in experiment_spec_params.cc, `trial` and `backend` in
+// experiment_spec_trial.cc.
+#include "spec/experiment_spec.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "core/read_file.h"
+#include "spec/experiment_spec_reader.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+using spec_internal::IndexPath;
+using spec_internal::JoinPath;
+using spec_internal::Json;
+using spec_internal::Need;
+using spec_internal::ObjectReader;
+using spec_internal::Quote;
+using spec_internal::Reader;
+
+// GridPoints' own limit (search/grid.h).
+constexpr int64_t kMaxGridPoints = 10'000'000;
+
+// The largest experiment.json read (docs/experiment.md); the examples are
+// 1-3 KB. A device or FIFO given as the file is refused without reading.
+constexpr size_t kMaxExperimentJsonBytes = size_t{4} << 20;
+
+const std::vector<std::string> kTpeKeys = {
+    "n_startup_trials", "n_ei_candidates",    "gamma",         "prior_weight",      "multivariate",
+    "constant_liar",    "consider_endpoints", "consider_magic_clip", "consider_prior",
+    "parzen_rules",     "n_ei_candidates_numerical", "independent_choices"};
+
+bool NoSpace(const std::string& s) {
+  return !s.empty() && spec_internal::Matches(s, "[^\\s=,]+");
+}
+
+// --- JSON syntax -------------------------------------------------------------
+
+// Turns nlohmann's parse_error into "line L, column C: expected valid JSON
+// (<what it wanted>), got <what it found>". The position is where the parser
+// gave up (the end of the offending token).
+Status SyntaxError(const Reader& r, const std::string& text, const Json::parse_error& e) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return r.Fail("", "a JSON object", "an empty file");
+  }
+  const std::string what = e.what();
+  int line = 1, column = 1;
+  auto at = what.find(" at line ");
+  if (at == std::string::npos ||
+      std::sscanf(what.c_str() + at, " at line %d, column %d", &line, &column) != 2) {
+    line = 1;
+    column = static_cast<int>(e.byte);
+  }
+  column = std::max(column, 1);
+  std::string expected = "valid JSON";
+  auto exp_pos = what.find("; expected ");
+  if (exp_pos != std::string::npos) expected += " (" + what.substr(exp_pos + 11) + ")";
+  std::string got = "something else";
+  auto dash = what.find(" - ");
+  if (dash != std::string::npos) {
+    got = what.substr(dash + 3);
+    auto semi = got.find(';');
+    if (semi != std::string::npos) got = got.substr(0, semi);
+  }
+  auto last = what.find("; last read: '");
+  if (last != std::string::npos) {
+    std::string read = what.substr(last + 14);
+    auto close = read.rfind('\'');
+    if (close != std::string::npos) read = read.substr(0, close);
+    if (read.size() > 16) read = "..." + read.substr(read.size() - 16);
+    got += " near '" + read + "'";
+  }
+  return Status::InvalidArgument(r.file() + ": line " + std::to_string(line) + ", column " +
+                                 std::to_string(column) + ": expected " + expected + ", got " + got);
+}
+
+// Parses JSON text, rejecting a key repeated in one object (nlohmann would
+// silently keep the last one, hiding a typo-like mistake).
+Result<Json> ParseJson(const Reader& r, const std::string& text) {
+  struct Frame {
+    bool array = false;
+    size_t index = 0;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> stack;
+  std::string duplicate_path, duplicate_key;
+  // The path of the value being read: every open container's key or index.
+  auto current_path = [&stack](size_t frames) {
+    std::string path;
+    for (size_t i = 0; i < frames; ++i) {
+      path = stack[i].array ? IndexPath(path, stack[i].index) : JoinPath(path, stack[i].key);
+    }
+    return path;
+  };
+  auto done_element = [&stack] {
+    if (!stack.empty() && stack.back().array) ++stack.back().index;
+  };
+  auto callback = [&](int, Json::parse_event_t event, Json& parsed) -> bool {
+    switch (event) {
+      case Json::parse_event_t::object_start: stack.push_back(Frame{}); break;
+      case Json::parse_event_t::array_start:
+        stack.push_back(Frame{});
+        stack.back().array = true;
+        break;
+      case Json::parse_event_t::key: {
+        Frame& f = stack.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second && duplicate_key.empty()) {
+          duplicate_path = current_path(stack.size() - 1);
+          duplicate_key = f.key;
+        }
+        break;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        stack.pop_back();
+        done_element();
+        break;
+      case Json::parse_event_t::value: done_element(); break;
+    }
+    return true;
+  };
+  Json doc;
+  try {
+    doc = Json::parse(text, callback);
+  } catch (const Json::parse_error& e) {
+    return SyntaxError(r, text, e);
+  } catch (const Json::out_of_range& e) {
+    // A number beyond double's range (1e999): nlohmann says only that.
+    std::string what = e.what();
+    auto quote = what.find('\'');
+    std::string number = quote == std::string::npos ? what : what.substr(quote + 1);
+    if (!number.empty() && number.back() == '\'') number.pop_back();
+    return r.Fail(current_path(stack.size()), "a number within about 1.8e308", number);
+  } catch (const Json::exception& e) {
+    return r.Fail(current_path(stack.size()), "valid JSON", e.what());
+  }
+  if (!duplicate_key.empty()) {
+    return r.Fail(JoinPath(duplicate_path, duplicate_key), "each key once per object",
+                  "the key " + Quote(duplicate_key) + " a second time");
+  }
+  return doc;
+}
+
+// --- Sections ----------------------------------------------------------------
+
+Status ParseName(const ObjectReader& top, std::string* out) {
+  TUNE_RETURN_IF_ERROR(top.String("name", out, Need::kRequired));
+  // It becomes a Kubernetes label value: at most 63 characters, starting and
+  // ending with a letter or digit.
+  return top.Expect(out->size() <= 63 &&
+                        spec_internal::Matches(*out, "[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"),
+                    "name",
+                    "a name of 1 to 63 letters, digits, '-', '_' or '.', starting and ending with "
+                    "a letter or digit");
+}
+
+Status ParseObjective(const Reader& r, const Json* v, ObjectiveSpec* out) {
+  if (!v) return r.Missing("objective", "an object such as {\"metric\": \"eval_loss\", \"mode\": \"min\"}");
+  TUNE_ASSIGN_OR_RETURN(ObjectReader o, ObjectReader::Make(r, *v, "objective"));
+  TUNE_RETURN_IF_ERROR(o.AllowOnly({"metric", "mode", "goal", "scope"}));
+  TUNE_RETURN_IF_ERROR(o.String("metric", &out->metric, Need::kRequired));
+  TUNE_RETURN_IF_ERROR(o.Expect(NoSpace(out->metric), "metric",
+                                "a metric name without spaces, '=' or ','"));
+  std::string mode, scope = "last";
+  TUNE_RETURN_IF_ERROR(o.Enum("mode", {"min", "max"}, &mode, Need::kRequired));
+  out->mode = mode == "min" ? Mode::kMin : Mode::kMax;
+  if (o.Has("goal")) {
+    double goal = 0;
+    TUNE_RETURN_IF_ERROR(o.Double("goal", &goal));
+    out->goal = goal;
+  }
+  TUNE_RETURN_IF_ERROR(o.Enum("scope", {"last", "best"}, &scope));
+  out->scope = scope == "last" ? Scope::kLast : Scope::kBest;
+  return Status::Ok();
+}
+
+Status ParseTpe(const ObjectReader& s, TpeOptions* tpe) {
+  TUNE_RETURN_IF_ERROR(s.Int("n_startup_trials", &tpe->n_startup_trials));
+  TUNE_RETURN_IF_ERROR(s.Expect(tpe->n_startup_trials >= 0, "n_startup_trials",
+                                "an integer of at least 0"));
+  TUNE_RETURN_IF_ERROR(s.Int("n_ei_candidates", &tpe->n_ei_candidates));
+  TUNE_RETURN_IF_ERROR(s.Expect(tpe->n_ei_candidates >= 1, "n_ei_candidates",
+                                "an integer of at least 1"));
+  TUNE_RETURN_IF_ERROR(s.Int("n_ei_candidates_numerical", &tpe->n_ei_candidates_numerical));
+  TUNE_RETURN_IF_ERROR(s.Expect(tpe->n_ei_candidates_numerical >= 0, "n_ei_candidates_numerical",
+                                "an integer of at least 0 (0: n_ei_candidates)"));
+  if (s.Has("gamma")) {
+    double gamma = 0;
+    TUNE_RETURN_IF_ERROR(s.Double("gamma", &gamma));
+    TUNE_RETURN_IF_ERROR(s.Expect(gamma > 0 && gamma < 1, "gamma",
+                                  "a fraction of trials above 0 and below 1"));
+    tpe->gamma = gamma;
+  }
+  TUNE_RETURN_IF_ERROR(s.Double("prior_weight", &tpe->prior_weight));
+  TUNE_RETURN_IF_ERROR(s.Expect(tpe->prior_weight > 0, "prior_weight", "a number above 0"));
+  TUNE_RETURN_IF_ERROR(s.Bool("multivariate", &tpe->multivariate));
+  TUNE_RETURN_IF_ERROR(s.Bool("independent_choices", &tpe->independent_choices));
+  TUNE_RETURN_IF_ERROR(s.Bool("constant_liar", &tpe->constant_liar));
+  TUNE_RETURN_IF_ERROR(s.Bool("consider_endpoints", &tpe->consider_endpoints));
+  TUNE_RETURN_IF_ERROR(s.Bool("consider_magic_clip", &tpe->consider_magic_clip));
+  TUNE_RETURN_IF_ERROR(s.Enum("parzen_rules", {"optuna5", "optuna3"}, &tpe->parzen_rules));
+  return s.Bool("consider_prior", &tpe->consider_prior);
+}
+
+Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, SearchOptions* out) {
+  if (!v) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "search"));
+  TUNE_RETURN_IF_ERROR(s.Enum("algorithm", {"random", "tpe", "grid"}, &out->algorithm));
+  std::vector<std::string> keys = {"algorithm", "seed"};
+  // Grid search tries every point of the grid once; nothing to put first.
+  if (out->algorithm != "grid") keys.push_back("points_to_evaluate");
+  if (out->algorithm == "tpe") keys.insert(keys.end(), kTpeKeys.begin(), kTpeKeys.end());
+  TUNE_RETURN_IF_ERROR(s.AllowOnly(keys, "for algorithm " + Quote(out->algorithm)));
+  if (const Json* seed = s.Find("seed")) {
+    // Within int64, so that the seed fits the database's INTEGER.
+    auto value = seed->is_number_float() ? std::nullopt : spec_internal::AsInt64(*seed);
+    TUNE_RETURN_IF_ERROR(s.Expect(value && *value >= 0, "seed",
+                                  "an integer of at least 0 and at most 2^63-1"));
+    out->seed = static_cast<uint64_t>(*value);
+    out->seed_given = true;
+  }
+  if (const Json* points = s.Find("points_to_evaluate")) {
+    TUNE_RETURN_IF_ERROR(
+        spec_internal::ParsePoints(r, *points, s.PathOf("points_to_evaluate"), params, &out->points_to_evaluate));
+  }
+  if (out->algorithm == "tpe") return ParseTpe(s, &out->tpe);
+  return Status::Ok();
+}
+
+Status ParseScheduler(const Reader& r, const Json* v, SchedulerSpec* out) {
+  if (!v) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "scheduler"));
+  TUNE_RETURN_IF_ERROR(s.Enum("type", {"fifo", "asha", "median"}, &out->type));
+  const std::string context = "for type " + Quote(out->type);
+  TUNE_RETURN_IF_ERROR(s.String("time_attr", &out->time_attr));
+  if (out->type == "fifo") {
+    TUNE_RETURN_IF_ERROR(s.AllowOnly({"type", "time_attr"}, context));
+  } else if (out->type == "asha") {
+    TUNE_RETURN_IF_ERROR(s.AllowOnly(
+        {"type", "time_attr", "max_t", "grace_period", "reduction_factor", "brackets"}, context));
+    TUNE_RETURN_IF_ERROR(s.Int("max_t", &out->max_t));
+    TUNE_RETURN_IF_ERROR(s.Expect(out->max_t >= 1, "max_t", "an integer of at least 1"));
+    TUNE_RETURN_IF_ERROR(s.Int("grace_period", &out->grace_period));
+    TUNE_RETURN_IF_ERROR(s.Expect(out->grace_period >= 1, "grace_period", "an integer of at least 1"));
+    TUNE_RETURN_IF_ERROR(s.Expect(out->grace_period <= out->max_t, "grace_period",
+                                  "an integer of at most max_t (" + std::to_string(out->max_t) + ")"));
+    TUNE_RETURN_IF_ERROR(s.Double("reduction_factor", &out->reduction_factor));
+    TUNE_RETURN_IF_ERROR(
+        s.Expect(out->reduction_factor > 1, "reduction_factor", "a number above 1"));
+    TUNE_RETURN_IF_ERROR(s.Int("brackets", &out->brackets));
+    TUNE_RETURN_IF_ERROR(s.Expect(out->brackets >= 1, "brackets", "an integer of at least 1"));
+  } else {
+    TUNE_RETURN_IF_ERROR(s.AllowOnly(
+        {"type", "time_attr", "grace_period", "min_samples_required", "hard_stop"}, context));
+    out->grace_period = 60;  // Ray's MedianStoppingRule default
+    TUNE_RETURN_IF_ERROR(s.Int("grace_period", &out->grace_period));
+    TUNE_RETURN_IF_ERROR(s.Expect(out->grace_period >= 0, "grace_period", "an integer of at least 0"));
+    TUNE_RETURN_IF_ERROR(s.Int("min_samples_required", &out->min_samples_required));
+    TUNE_RETURN_IF_ERROR(s.Expect(out->min_samples_required >= 1, "min_samples_required",
+                                  "an integer of at least 1"));
+    TUNE_RETURN_IF_ERROR(s.Bool("hard_stop", &out->hard_stop));
+  }
+  return s.Expect(NoSpace(out->time_attr), "time_attr", "a metric name without spaces, '=' or ','");
+}
+
+Status ParseLimits(const Reader& r, const Json* v, LimitsSpec* out, bool* max_trials_given) {
+  *max_trials_given = false;
+  if (!v) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(ObjectReader l, ObjectReader::Make(r, *v, "limits"));
+  TUNE_RETURN_IF_ERROR(
+      l.AllowOnly({"max_trials", "max_concurrent_trials", "max_failed_trials", "time_budget_s"}));
+  *max_trials_given = l.Has("max_trials");
+  TUNE_RETURN_IF_ERROR(l.Int("max_trials", &out->max_trials));
+  TUNE_RETURN_IF_ERROR(l.Expect(out->max_trials >= 1, "max_trials", "an integer of at least 1"));
+  TUNE_RETURN_IF_ERROR(l.Int("max_concurrent_trials", &out->max_concurrent_trials));
+  TUNE_RETURN_IF_ERROR(l.Expect(out->max_concurrent_trials >= 1, "max_concurrent_trials",
+                                "an integer of at least 1"));
+  TUNE_RETURN_IF_ERROR(l.Int("max_failed_trials", &out->max_failed_trials));
+  TUNE_RETURN_IF_ERROR(l.Expect(!l.Has("max_failed_trials") || out->max_failed_trials >= 1,
+                                "max_failed_trials",
+                                "an integer of at least 1 (leave the key out for no limit)"));
+  return l.Seconds("time_budget_s", &out->time_budget_s, "leave the key out for no limit");
+}
+
+Status ParseStorage(const Reader& r, const Json* v, std::string* out) {
+  if (!v) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "storage"));
+  TUNE_RETURN_IF_ERROR(s.AllowOnly({"path"}));
+  TUNE_RETURN_IF_ERROR(s.String("path", out, Need::kRequired));
+  return s.Expect(!out->empty(), "path", "a database file path");
+}
+
+// The grid's size: of every parameter for algorithm "grid", else of the
+// `grid` parameters (1 when there are none).
+Result<int64_t> GridSize(const Reader& r, const ExperimentSpec& spec) {
+  bool all = spec.search.algorithm == "grid";
+  int64_t total = 1;
+  for (const auto& [name, dist] : spec.parameters) {
+    auto* c = std::get_if<CategoricalDistribution>(&dist);
+    if (!all && !(c && c->grid)) continue;
+    auto* f = std::get_if<FloatDistribution>(&dist);
+    if (f && f->step && (f->high - f->low) / *f->step >= static_cast<double>(kMaxGridPoints)) {
+      return r.Fail("parameters", "a grid of at most " + std::to_string(kMaxGridPoints) + " points",
+                    "more (" + name + " alone has " + ParamToString((f->high - f->low) / *f->step) + ")");
+    }
+    auto n = Cardinality(dist);
+    if (!n) {
+      return r.Fail(JoinPath("parameters", name),
+                    "a discrete parameter (choice, grid, randint, qrandint, lograndint, quniform "
+                    "or qloguniform) for search.algorithm \"grid\"",
+                    Describe(dist));
+    }
+    if (total > kMaxGridPoints / std::max<int64_t>(*n, 1)) {
+      return r.Fail("parameters", "a grid of at most " + std::to_string(kMaxGridPoints) + " points",
+                    "more");
+    }
+    total *= *n;
+  }
+  return total;
+}
+
+std::string BaseDir(const std::string& path) {
+  std::error_code ec;
+  fs::path dir = fs::path(path).parent_path();
+  fs::path abs = dir.empty() ? fs::current_path(ec) : fs::absolute(dir, ec);
+  if (ec) return dir.string();
+  std::string out = abs.lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::string& path) {
+  Reader r(path.empty() ? "experiment.json" : path);
+  TUNE_ASSIGN_OR_RETURN(Json doc, ParseJson(r, text));
+  TUNE_ASSIGN_OR_RETURN(ObjectReader top, ObjectReader::Make(r, doc, "", "a JSON object"));
+  TUNE_RETURN_IF_ERROR(top.AllowOnly({"name", "objective", "parameters", "search", "scheduler",
+                                      "limits", "trial", "backend", "tracking", "storage"}));
+  ExperimentSpec spec;
+  spec.source_path = path;
+  spec.base_dir = BaseDir(path);
+  spec.json = text;
+  TUNE_RETURN_IF_ERROR(ParseName(top, &spec.name));
+  TUNE_RETURN_IF_ERROR(ParseObjective(r, top.Find("objective"), &spec.objective));
+  const Json* params = top.Find("parameters");
+  if (!params) return r.Missing("parameters", "an object with at least one parameter");
+  TUNE_RETURN_IF_ERROR(spec_internal::ParseParameters(r, *params, &spec.parameters));
+  TUNE_RETURN_IF_ERROR(ParseSearch(r, top.Find("search"), spec.parameters, &spec.search));
+  TUNE_RETURN_IF_ERROR(ParseScheduler(r, top.Find("scheduler"), &spec.scheduler));
+  if (spec.scheduler.time_attr == spec.objective.metric) {
+    return r.Fail("scheduler.time_attr", "a metric other than objective.metric",
+                  Quote(spec.scheduler.time_attr));
+  }
+  bool max_trials_given = false;
+  TUNE_RETURN_IF_ERROR(ParseLimits(r, top.Find("limits"), &spec.limits, &max_trials_given));
+  TUNE_ASSIGN_OR_RETURN(int64_t grid_size, GridSize(r, spec));
+  if (!max_trials_given) {
+    // Grid search tries every point once; with `grid` parameters under
+    // random or TPE search every grid point is tried at least once.
+    spec.limits.max_trials = static_cast<int>(
+        spec.search.algorithm == "grid" ? grid_size : std::max<int64_t>(spec.limits.max_trials, grid_size));
+  }
+  if (spec.search.points_to_evaluate.size() > static_cast<size_t>(spec.limits.max_trials)) {
+    return r.Fail("search.points_to_evaluate",
+                  "at most limits.max_trials (" + std::to_string(spec.limits.max_trials) + ") points",
+                  std::to_string(spec.search.points_to_evaluate.size()));
+  }
+  const Json* trial = top.Find("trial");
+  if (!trial) return r.Missing("trial", "an object with at least a command");
+  TUNE_RETURN_IF_ERROR(spec_internal::ParseTrial(r, *trial, spec.parameters, spec.base_dir, &spec.trial));
+  if (const Json* backend = top.Find("backend")) {
+    TUNE_RETURN_IF_ERROR(spec_internal::ParseBackend(r, *backend, spec.base_dir, &spec.backend));
+  }
+  TUNE_RETURN_IF_ERROR(spec_internal::CheckBackendNeeds(r, spec));
+  if (const Json* tracking = top.Find("tracking")) {
+    TUNE_RETURN_IF_ERROR(spec_internal::ParseTracking(r, *tracking, &spec.tracking));
+  }
+  TUNE_RETURN_IF_ERROR(ParseStorage(r, top.Find("storage"), &spec.storage_path));
+  return spec;
+}
+
+Result<ExperimentSpec> LoadExperimentSpec(const std::string& path) {
+  TUNE_ASSIGN_OR_RETURN(std::string text, ReadFileCapped(path, kMaxExperimentJsonBytes));
+  return ParseExperimentSpec(text, path);
+}
+
+Result<std::vector<std::string>> CheckResumable(const ExperimentSpec& spec, const std::string& stored_json,
+                                                const std::string& db_path) {
+  const std::string file = spec.source_path.empty() ? "experiment.json" : spec.source_path;
+  Json stored, given;
+  try {
+    stored = Json::parse(stored_json);
+    given = Json::parse(spec.json);
+  } catch (const Json::exception& e) {
+    return Status::Internal(db_path + ": experiment '" + spec.name + "': the stored experiment.json does not parse: " +
+                            e.what());
+  }
+  std::vector<std::string> changed;
+  for (const char* key :
+       {"objective", "parameters", "search", "scheduler", "limits", "trial", "backend", "tracking", "storage"}) {
+    const Json none;
+    const Json& a = stored.contains(key) ? stored[key] : none;
+    const Json& b = given.contains(key) ? given[key] : none;
+    if (a == b) continue;
+    const std::string section = key;
+    if (section == "limits" || section == "trial" || section == "backend" || section == "tracking" ||
+        section == "storage") {
+      changed.push_back(section);
+      continue;
+    }
+    // The first difference, as a JSON path with both sides.
+    Json patch = Json::diff(a, b);
+    std::string pointer = patch.empty() ? "" : patch[0].value("path", "");
+    std::string path = section;
+    Json::json_pointer ptr(pointer);
+    // "/parameters/lr/low" -> parameters.lr.low; "/values/2" -> values[2].
+    for (size_t pos = 1; pos <= pointer.size() && !pointer.empty();) {
+      size_t next = std::min(pointer.find('/', pos), pointer.size());
+      std::string token = pointer.substr(pos, next - pos);
+      pos = next + 1;
+      for (size_t at; (at = token.find("~1")) != std::string::npos;) token.replace(at, 2, "/");
+      for (size_t at; (at = token.find("~0")) != std::string::npos;) token.replace(at, 2, "~");
+      bool index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
+      path = index ? IndexPath(path, std::stoul(token)) : JoinPath(path, token);
+    }
+    auto show = [&](const Json& doc) {
+      if (!doc.contains(ptr) || (pointer.empty() && doc.is_null())) return std::string("nothing");
+      return spec_internal::Show(doc.at(ptr));
+    };
+    return Status::FailedPrecondition(
+        file + ": " + path + ": expected " + show(a) + " as when experiment '" + spec.name + "' in " + db_path +
+        " started (--resume keeps its parameters, objective, search and scheduler; give the experiment another "
+        "name to start a new one), got " + show(b));
+  }
+  return changed;
+}
+
+Status OverrideBackend(ExperimentSpec* spec, const std::string& type) {
+  Reader r(spec->source_path.empty() ? "experiment.json" : spec->source_path);
+  if (type != "local" && type != "kubernetes") {
+    return r.Fail("backend.type (--backend)", "\"local\" or \"kubernetes\"", Quote(type));
+  }
+  BackendSpec saved = spec->backend;
+  spec->backend.type = type;
+  Status s = spec_internal::CheckBackendNeeds(r, *spec);
+  if (!s.ok()) spec->backend = saved;
+  return s;
+}
+
+}  // namespace tune
