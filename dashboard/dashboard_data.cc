@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_text.h"
+#include "core/trial_dir_name.h"
 #include "schedulers/asha_scheduler.h"
 #include "search/ped_anova.h"
 #include "spec/experiment_spec.h"
@@ -310,12 +311,11 @@ Result<Json> TrialDoc(Storage& storage, const std::string& runs_dir, const Exper
   Json logs = Json::array();
   const bool safe_name = e.name.find('/') == std::string::npos && e.name != "." && e.name != "..";
   const int workers = !safe_name ? 0 : spec ? spec->trial.workers : 1;
-  char dir[32];
-  std::snprintf(dir, sizeof dir, "trial_%04d", record.trial.number);
+  const std::string dir = TrialDirName(record.trial.number);
   for (int rank = 0; rank < workers; ++rank) {
     const std::string file = "rank_" + std::to_string(rank) + ".log";
     LogTail tail = Tail(runs_dir, e.name, dir, file, log_lines);
-    Json log{{"rank", rank}, {"file", std::string(dir) + "/" + file}};
+    Json log{{"rank", rank}, {"file", dir + "/" + file}};
     log["lines"] = std::move(tail.lines);
     if (tail.missing) {
       log["missing"] = true;

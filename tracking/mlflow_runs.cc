@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/trial_dir_name.h"
+
 namespace tune::tracking {
 namespace {
 
@@ -31,9 +33,7 @@ MlflowRuns::MlflowRuns(MlflowClient* client, Storage* storage, MlflowTarget targ
 int64_t MlflowRuns::Millis(double unix_seconds) { return static_cast<int64_t>(std::llround(unix_seconds * 1000.0)); }
 
 std::string MlflowRuns::RunName(int number) {
-  char b[32];
-  std::snprintf(b, sizeof b, "trial_%04d", number);
-  return b;
+  return TrialDirName(number);
 }
 
 Status MlflowRuns::Connect() {

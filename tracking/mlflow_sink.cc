@@ -162,9 +162,9 @@ Status MlflowSink::Deliver(const std::vector<Item>& items) {
     }
     // The end's tags replace the start's of the same key (tune.state):
     // one request must not set a tag twice.
-    for (auto& [key, value] : MlflowRuns::EndTags(record)) {
-      auto same = std::find_if(tags.begin(), tags.end(), [&](const auto& kv) { return kv.first == key; });
-      if (same != tags.end()) same->second = value; else tags.emplace_back(key, value);
+    for (auto& tag : MlflowRuns::EndTags(record)) {
+      auto same = std::find_if(tags.begin(), tags.end(), [&](const auto& kv) { return kv.first == tag.first; });
+      if (same != tags.end()) same->second = tag.second; else tags.emplace_back(tag.first, tag.second);
     }
   }
   TUNE_RETURN_IF_ERROR(LogBatch(run, std::move(metrics), std::move(params), std::move(tags)));

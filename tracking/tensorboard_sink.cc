@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/trial_dir_name.h"
 #include "tracking/tensorboard_events.h"
 
 namespace tune::tracking {
@@ -89,9 +90,7 @@ Status WriteReport(TfRecordWriter* w, const MetricReport& r) {
 TensorBoardSink::TensorBoardSink(std::string root) : root_(std::move(root)) {}
 
 std::string TensorBoardSink::RunDir(const std::string& root, int number) {
-  char name[32];
-  std::snprintf(name, sizeof name, "trial_%04d", number);
-  return (fs::path(root) / name).string();
+  return (fs::path(root) / TrialDirName(number)).string();
 }
 
 void TensorBoardSink::Write(const Trial& t, Run* run, const std::string& record) {

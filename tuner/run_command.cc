@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/one_line.h"
+#include "core/trial_dir_name.h"
 #include "core/utf8.h"
 #include "search/sampler.h"
 #include "spec/experiment_spec.h"
@@ -51,10 +52,8 @@ std::string DbPathFor(const RunArgs& args, const ExperimentSpec& spec) {
 
 // The trial directory of trial `number` (absolute; "" when that fails).
 std::string TrialDir(const Run& run, int number) {
-  char dir[32];
-  std::snprintf(dir, sizeof dir, "trial_%04d", number);
   std::error_code ec;
-  return fs::absolute(fs::path(run.runs_dir) / run.spec.name / dir, ec).string();
+  return fs::absolute(fs::path(run.runs_dir) / run.spec.name / TrialDirName(number), ec).string();
 }
 
 // Everything that can be checked without the database is checked before it

@@ -13,6 +13,7 @@
 
 #include "core/exception_text.h"
 #include "core/one_line.h"
+#include "core/trial_dir_name.h"
 #include "search/grid.h"
 #include "tuner/components.h"
 
@@ -296,9 +297,7 @@ Status Tuner::Impl::ReplayHistory() {
 }
 
 Result<std::string> Tuner::Impl::TrialDir(const Trial& t) {
-  std::filesystem::path dir = std::filesystem::path(options.runs_dir) / spec.name /
-                              ("trial_" + std::string(t.number < 10 ? "000" : t.number < 100 ? "00" : t.number < 1000 ? "0" : "") +
-                               std::to_string(t.number));
+  std::filesystem::path dir = std::filesystem::path(options.runs_dir) / spec.name / TrialDirName(t.number);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Internal("cannot create trial directory " + dir.string() + ": " + ec.message());
