@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/common/scoped_env.h"
 #include "tests/storage/temp_dir.h"
 #include "tracking/mlflow_client.h"
 #include "tracking/mlflow_sink.h"
@@ -23,23 +24,7 @@ namespace {
 
 using nlohmann::json;
 
-// Sets environment variables for one scope, restoring them after.
-class Env {
- public:
-  void Set(const char* name, const char* value) {
-    const char* old = getenv(name);
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    if (value) setenv(name, value, 1); else unsetenv(name);
-  }
-  ~Env() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1); else unsetenv(it->first.c_str());
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using Env = testing::ScopedEnv;
 
 // A loopback HTTP server recording every request; answers every one with
 // `status` and `body`.

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "tests/common/scoped_env.h"
 #include "tests/storage/temp_dir.h"
 #include "tests/tracking/mlflow_fakes.h"
 #include "tracking/mlflow_client.h"
@@ -33,23 +34,7 @@ using tune::testing::TrickleServer;
 // happened; generous so that a loaded machine never fails it.
 constexpr auto kPatience = std::chrono::seconds(30);
 
-// Sets environment variables for one scope, restoring them after.
-class Env {
- public:
-  void Set(const char* name, const char* value) {
-    const char* old = getenv(name);
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    if (value) setenv(name, value, 1); else unsetenv(name);
-  }
-  ~Env() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1); else unsetenv(it->first.c_str());
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using Env = testing::ScopedEnv;
 
 // Lines a sink warns with, collected.
 struct Warnings {
