@@ -1,0 +1,45 @@
+// Maximum a posteriori fitting of the kernel parameters (Optuna's
+// optuna/_gp/gp.py, GPRegressor._fit_kernel_params and fit_kernel_params,
+// with the priors of optuna/_gp/prior.py, default_log_prior).
+//
+// The parameters are optimised in log space ("raw" parameters, d + 2 of
+// them): log w_j for each inverse squared lengthscale, log kernel_scale, and
+// log(noise_var - minimum_noise). The loss is
+//   -MarginalLogLikelihood - log prior,
+//   log prior = -sum_j (0.1 / w_j + 0.1 w_j) + GammaLogPdf(scale; 2, 1)
+//               + GammaLogPdf(noise_var; 1.1, 30)   (constants dropped),
+// minimised by L-BFGS-B (LBFGSpp) from all-ones kernel parameters with the
+// gradient tolerance `gtol`. With deterministic_objective the noise is fixed
+// at minimum_noise.
+#pragma once
+
+#include "search/gp_regressor.h"
+
+namespace tune {
+
+// Optuna's DEFAULT_MINIMUM_NOISE_VAR.
+constexpr double kGpMinimumNoise = 1e-6;
+
+// Optuna's default_log_prior.
+double GpLogPrior(const GpKernelParams& params);
+
+// Kernel parameters from raw ones (see above).
+GpKernelParams GpParamsFromRaw(const Eigen::VectorXd& raw, double minimum_noise, bool deterministic);
+// Raw parameters of `params` (noise_var must exceed minimum_noise unless
+// deterministic).
+Eigen::VectorXd GpRawFromParams(const GpKernelParams& params, double minimum_noise);
+
+// The loss at raw parameters `raw` and its gradient (d + 2 values; the
+// noise entry is 0 when deterministic). +inf if C is not positive definite.
+double GpNegLogPosterior(const GpMatrix& x, const Eigen::VectorXd& y, const std::vector<char>& is_categorical,
+                         const Eigen::VectorXd& raw, double minimum_noise, bool deterministic,
+                         Eigen::VectorXd* grad);
+
+// The fitted regressor, cached (GpRegressor::Cache). Starts from kernel
+// parameters all 1 (noise_var 1 + 0.01 minimum_noise, Optuna's start); if
+// the minimiser stops early (a failed line search) the best point it
+// evaluated is kept. Never fails: if no fitted C factors, the start is used.
+GpRegressor FitGpRegressor(const GpMatrix& x, const Eigen::VectorXd& y, const std::vector<char>& is_categorical,
+                           double minimum_noise, bool deterministic, double gtol = 1e-2);
+
+}  // namespace tune

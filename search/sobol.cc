@@ -1,0 +1,55 @@
+#include "search/sobol.h"
+
+#include <boost/random/sobol.hpp>
+#include <random>
+
+namespace tune {
+namespace {
+
+// One dimension's scramble: y = M x over GF(2) on the 32 bits of x (most
+// significant bit first), then y ^= shift.
+struct Scramble {
+  uint32_t rows[32];  // rows[i]: the bits that make output bit 31 - i
+  uint32_t shift;
+};
+
+Scramble DrawScramble(std::mt19937_64& rng) {
+  Scramble s{};
+  for (int i = 0; i < 32; ++i) {
+    uint32_t diag = uint32_t{1} << (31 - i);
+    // Random bits strictly above the diagonal bit (the earlier, more
+    // significant input bits), the diagonal itself set.
+    uint32_t above = i == 0 ? 0 : ~((uint32_t{1} << (32 - i)) - 1);
+    s.rows[i] = (static_cast<uint32_t>(rng()) & above) | diag;
+  }
+  s.shift = static_cast<uint32_t>(rng());
+  return s;
+}
+
+uint32_t Apply(const Scramble& s, uint32_t x) {
+  uint32_t y = 0;
+  for (int i = 0; i < 32; ++i) {
+    y |= static_cast<uint32_t>(__builtin_parity(s.rows[i] & x)) << (31 - i);
+  }
+  return y ^ s.shift;
+}
+
+}  // namespace
+
+std::vector<double> ScrambledSobol(int dim, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Scramble> scrambles;
+  scrambles.reserve(dim);
+  for (int j = 0; j < dim; ++j) scrambles.push_back(DrawScramble(rng));
+  boost::random::sobol_engine<uint32_t, 32> engine(dim);
+  std::vector<double> out(static_cast<size_t>(n) * dim);
+  const double scale = 1.0 / 4294967296.0;  // 2^-32
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < dim; ++j) {
+      out[static_cast<size_t>(i) * dim + j] = Apply(scrambles[j], engine()) * scale;
+    }
+  }
+  return out;
+}
+
+}  // namespace tune
