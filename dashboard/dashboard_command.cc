@@ -1,11 +1,8 @@
 #include "dashboard/dashboard_command.h"
 
-#include <unistd.h>
+#include <ostream>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-
+#include "core/atomic_write.h"
 #include "dashboard/dashboard_data.h"
 #include "dashboard/report_page.h"
 #include "dashboard/server.h"
@@ -81,24 +78,7 @@ int ReportCommand(const ReportArgs& args, std::ostream& out, std::ostream& err) 
     if (page.status().IsNotFound()) return Fail(err, db_path + ": has no experiment named '" + name + "'");
     return Fail(err, page.status().message());
   }
-  namespace fs = std::filesystem;
-  const std::string tmp = args.out_path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    file << *page;
-    file.close();
-    if (!file) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return Fail(err, args.out_path + ": cannot write the report there");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, args.out_path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Fail(err, args.out_path + ": cannot write the report there (" + ec.message() + ")");
-  }
+  if (Status st = WriteFileAtomically(args.out_path, *page); !st.ok()) return Fail(err, st.message());
   out << "tune report: wrote " << args.out_path << " (experiment '" << name << "', " << page->size() / 1024
       << " KiB)\n";
   return kExitOk;

@@ -1,13 +1,9 @@
 // `tune import katib EXPERIMENT.yaml [-o experiment.json]`: the importer
 // (import/) plus the file handling and the check that the result is
 // an experiment `tune validate` reads.
-#include <unistd.h>
+#include <ostream>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-
+#include "core/atomic_write.h"
 #include "core/read_file.h"
 #include "import/katib_import.h"
 #include "spec/experiment_spec.h"
@@ -17,28 +13,6 @@ namespace tune {
 namespace {
 
 constexpr int kExitOk = 0, kExitUsage = 2;
-
-// Writes `text` to `path` through a temporary file beside it, so that a
-// failed write leaves no partial file.
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::InvalidArgument(path + ": cannot write: " + std::strerror(errno));
-    f << text;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      return Status::InvalidArgument(path + ": cannot write: " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    std::remove(tmp.c_str());
-    return Status::InvalidArgument(path + ": cannot write: " + std::strerror(e));
-  }
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -69,7 +43,7 @@ int ImportKatibCommand(const std::string& path, const std::string& out_path, std
     out << imported->experiment_json;
     return kExitOk;
   }
-  if (Status st = WriteFile(out_path, imported->experiment_json); !st.ok()) {
+  if (Status st = WriteFileAtomically(out_path, imported->experiment_json); !st.ok()) {
     err << "tune: " << st.message() << "\n";
     return kExitUsage;
   }
