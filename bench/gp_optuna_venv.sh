@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Creates (once) the virtual environment with Optuna 5.0.0, CPU torch and
 # scipy that bench/gp_optuna.py and tests/search/golden/make_gp_golden.py
-# need, and prints its python. Kept at $TUNE_GP_VENV (default
+# need, and prints its python. torch is a large download (the PyPI wheel
+# brings its CUDA libraries; only its CPU side is used). Kept at $TUNE_GP_VENV (default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/tune/venv-gp).
 set -euo pipefail
 venv=${TUNE_GP_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tune/venv-gp}
 if ! "$venv/bin/python" -c 'import optuna, torch, scipy, sys; sys.exit(optuna.__version__ != "5.0.0")' 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --index-url https://download.pytorch.org/whl/cpu torch >&2
-  "$venv/bin/pip" install --quiet "optuna==5.0.0" scipy >&2
+  "$venv/bin/pip" install --quiet "optuna==5.0.0" scipy torch >&2
 fi
 echo "$venv/bin/python"

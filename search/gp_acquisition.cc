@@ -28,6 +28,22 @@ double ErfcxLarge(double u) {
   return 0.5641895835477562869 / f;  // 1/sqrt(pi)
 }
 
+// Below this, log(z Phi(z) + phi(z)) by its asymptotic series: the
+// continued-fraction branch loses digits to cancellation (1 + sqrt(pi/2) z
+// erfcx(-z/sqrt2) is about 1/z^2), while the series' first omitted term,
+// 10395/z^10, is below 1e-16 here.
+constexpr double kSeriesBelow = -100;
+
+// log S and d log S / dz for ei(z) = phi(z) / z^2 * S(z),
+// S = 1 - 3/z^2 + 15/z^4 - 105/z^6 + 945/z^8.
+double LogSeries(double z, double* dlog) {
+  double i = 1 / z, i2 = i * i;
+  double s = 1 + i2 * (-3 + i2 * (15 + i2 * (-105 + i2 * 945)));
+  double ds = i2 * i * (6 + i2 * (-60 + i2 * (630 - i2 * 7560)));
+  if (dlog) *dlog = ds / s;
+  return std::log(s);
+}
+
 }  // namespace
 
 double StandardLogEI(double z) {
@@ -35,13 +51,11 @@ double StandardLogEI(double z) {
     // z Phi(z) + phi(z), Phi(z) = erfc(-z/sqrt2)/2.
     return std::log(0.5 * z * std::erfc(-kSqrtHalf * z) + std::exp(-0.5 * z * z) * kInvSqrt2Pi);
   }
-  if (z >= -1e6) {
+  if (z >= kSeriesBelow) {
     // -z^2/2 - log sqrt(2 pi) + log(1 + sqrt(pi/2) z erfcx(-z/sqrt2)).
     return -0.5 * z * z - kLogSqrt2Pi + std::log1p(kSqrtHalfPi * z * ErfcxLarge(-kSqrtHalf * z));
   }
-  // 1 + sqrt(pi/2) z erfcx(-z/sqrt2) = 1/z^2 - 3/z^4 + 15/z^6 - ... for z -> -inf.
-  double iz2 = 1.0 / (z * z);
-  return -0.5 * z * z - kLogSqrt2Pi + std::log(iz2 * (1.0 - 3.0 * iz2 + 15.0 * iz2 * iz2));
+  return -0.5 * z * z - kLogSqrt2Pi - 2 * std::log(-z) + LogSeries(z, nullptr);
 }
 
 double StandardLogEIDeriv(double z) {
@@ -49,12 +63,14 @@ double StandardLogEIDeriv(double z) {
     double cdf = 0.5 * std::erfc(-kSqrtHalf * z);
     return cdf / (z * cdf + std::exp(-0.5 * z * z) * kInvSqrt2Pi);
   }
-  // Phi(z)/ei(z) = sqrt(pi/2) erfcx(u) / (1 + sqrt(pi/2) z erfcx(u)), u = -z/sqrt2.
-  if (z >= -1e6) {
+  if (z >= kSeriesBelow) {
+    // Phi(z)/ei(z) = sqrt(pi/2) erfcx(u) / (1 + sqrt(pi/2) z erfcx(u)), u = -z/sqrt2.
     double e = kSqrtHalfPi * ErfcxLarge(-kSqrtHalf * z);
     return e / (1.0 + z * e);
   }
-  return -z;  // the leading term of the series: -1/z / (1/z^2)
+  double dlog = 0;
+  LogSeries(z, &dlog);
+  return -z - 2 / z + dlog;
 }
 
 Eigen::VectorXd LogEI::Evaluate(const GpMatrix& x) const {

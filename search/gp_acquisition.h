@@ -13,7 +13,7 @@ namespace tune {
 
 // log E[max(0, Z + z)] for Z ~ N(0, 1), i.e. log(z Phi(z) + phi(z)), without
 // underflow in the far left tail (z < -25: Ament et al.'s second branch;
-// below -1e6 its asymptotic series).
+// below -100 its asymptotic series).
 double StandardLogEI(double z);
 // d StandardLogEI / dz = Phi(z) / (z Phi(z) + phi(z)).
 double StandardLogEIDeriv(double z);

@@ -44,9 +44,13 @@ std::vector<double> ScrambledSobol(int dim, int n, uint64_t seed) {
   boost::random::sobol_engine<uint32_t, 32> engine(dim);
   std::vector<double> out(static_cast<size_t>(n) * dim);
   const double scale = 1.0 / 4294967296.0;  // 2^-32
+  // Boost's engine starts at the sequence's second point; the first is the
+  // origin (scrambled: the digital shift), as in scipy, so that every block
+  // of 2^m points from the start is a net.
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < dim; ++j) {
-      out[static_cast<size_t>(i) * dim + j] = Apply(scrambles[j], engine()) * scale;
+      uint32_t v = i == 0 ? 0u : static_cast<uint32_t>(engine());
+      out[static_cast<size_t>(i) * dim + j] = Apply(scrambles[j], v) * scale;
     }
   }
   return out;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "search/gp_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
 #include "tests/search/sampler_test_util.h"
@@ -37,6 +38,15 @@ struct MultivariateTpeFactory {
   }
 };
 
+struct GpFactory {
+  static std::unique_ptr<Sampler> Make(uint64_t seed) {
+    GpSamplerOptions o;
+    o.seed = seed;
+    o.n_startup_trials = 5;
+    return std::make_unique<GpSampler>(o);
+  }
+};
+
 ParamValue S(const char* s) { return ParamValue(std::string(s)); }
 
 // One parameter of every kind the spec parser produces.
@@ -65,7 +75,7 @@ double Objective(const ParamMap& p) {
 }
 
 TEMPLATE_TEST_CASE("every suggestion lies in its distribution, with its type", "[sampler][contract]",
-                   RandomFactory, TpeFactory, MultivariateTpeFactory) {
+                   RandomFactory, TpeFactory, MultivariateTpeFactory, GpFactory) {
   const SearchSpace space = EveryKind();
   auto sampler = TestType::Make(11);
   History history = RunSequential(*sampler, space, 11, 40, Objective);
@@ -96,7 +106,7 @@ TEMPLATE_TEST_CASE("every suggestion lies in its distribution, with its type", "
 }
 
 TEMPLATE_TEST_CASE("random draws of a log domain are uniform in log space", "[sampler][contract]",
-                   RandomFactory, TpeFactory, MultivariateTpeFactory) {
+                   RandomFactory, TpeFactory, MultivariateTpeFactory, GpFactory) {
   // Without history every sampler is in its random phase.
   SearchSpace space;
   space["lr"] = FloatDistribution{1e-6, 1.0, true, std::nullopt};
@@ -117,7 +127,7 @@ TEMPLATE_TEST_CASE("random draws of a log domain are uniform in log space", "[sa
 }
 
 TEMPLATE_TEST_CASE("same seed and history give the same suggestions", "[sampler][contract]",
-                   RandomFactory, TpeFactory, MultivariateTpeFactory) {
+                   RandomFactory, TpeFactory, MultivariateTpeFactory, GpFactory) {
   const SearchSpace space = EveryKind();
   auto a = TestType::Make(7), b = TestType::Make(7), c = TestType::Make(8);
   History ha = RunSequential(*a, space, 7, 25, Objective);
@@ -132,7 +142,7 @@ TEMPLATE_TEST_CASE("same seed and history give the same suggestions", "[sampler]
 }
 
 TEMPLATE_TEST_CASE("a fresh sampler on a resumed history suggests what the running one would",
-                   "[sampler][contract]", RandomFactory, TpeFactory, MultivariateTpeFactory) {
+                   "[sampler][contract]", RandomFactory, TpeFactory, MultivariateTpeFactory, GpFactory) {
   const SearchSpace space = EveryKind();
   auto sampler = TestType::Make(5);
   History history = RunSequential(*sampler, space, 5, 30, Objective);
