@@ -11,8 +11,8 @@
 // Per function and sampler: median (and quartiles) over the seeds of the
 // simple regret (best value found minus the optimum) after 20, 30 and 50
 // trials (those <= --trials), and the mean CPU time of this thread per
-// suggestion over the whole run, and over the trials past the 10 startup
-// ones. With --inflight K, K trials run at once: each new trial is sampled
+// suggestion over the whole run, over the trials past the 10 startup ones,
+// and over the last 10 (the cost at about --trials trials). With --inflight K, K trials run at once: each new trial is sampled
 // with the K - 1 unfinished ones in the history as running trials.
 #include <time.h>
 
@@ -82,7 +82,7 @@ std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
 
 struct Run {
   std::vector<double> best;  // best value after each trial
-  double cpu_all = 0, cpu_model = 0;
+  double cpu_all = 0, cpu_model = 0, cpu_last = 0;  // cpu_last: the last 10 suggestions
   int n_model = 0;
 };
 
@@ -108,6 +108,7 @@ Run RunOne(const SuiteProblem& prob, const std::string& kind, uint64_t seed, int
     double dt = CpuNow() - t0;
     run.cpu_all += dt;
     if (i >= 10) run.cpu_model += dt, run.n_model++;
+    if (i >= trials - 10) run.cpu_last += dt / 10;
     Trial t;
     t.id = i + 1;
     t.number = i;
@@ -170,7 +171,7 @@ int Main(int argc, char** argv) {
   for (int m : {20, 30, 50, 100, 200}) if (m <= trials) marks.push_back(m);
   std::printf("| function | sampler |");
   for (int m : marks) std::printf(" regret@%d median [q25, q75] |", m);
-  std::printf(" CPU ms/suggestion (all / past startup) |\n|---|---|");
+  std::printf(" CPU ms/suggestion (all / past startup / last 10) |\n|---|---|");
   for (size_t k = 0; k < marks.size() + 1; ++k) std::printf("---|");
   std::printf("\n");
   for (const std::string& fname : Split(functions)) {
@@ -178,11 +179,11 @@ int Main(int argc, char** argv) {
     if (!prob) { std::fprintf(stderr, "gp_bench: no function %s\n", fname.c_str()); return 2; }
     for (const std::string& kind : Split(samplers)) {
       std::vector<std::vector<double>> at(marks.size());
-      double cpu_all = 0, cpu_model = 0;
+      double cpu_all = 0, cpu_model = 0, cpu_last = 0;
       for (int s = first; s < first + seeds; ++s) {
         Run r = RunOne(*prob, kind, static_cast<uint64_t>(s), trials, inflight);
         for (size_t k = 0; k < marks.size(); ++k) at[k].push_back(r.best[marks[k] - 1] - prob->optimum);
-        cpu_all += r.cpu_all, cpu_model += r.cpu_model;
+        cpu_all += r.cpu_all, cpu_model += r.cpu_model, cpu_last += r.cpu_last;
         if (out) {
           nlohmann::json j = {{"function", fname}, {"sampler", kind}, {"seed", s}, {"inflight", inflight},
                               {"best", r.best}, {"cpu_per_suggestion", r.cpu_all}, {"cpu_past_startup", r.cpu_model}};
@@ -191,7 +192,7 @@ int Main(int argc, char** argv) {
       }
       std::printf("| %s | %s |", fname.c_str(), kind.c_str());
       for (auto& v : at) std::printf(" %.3g [%.3g, %.3g] |", Quantile(v, 0.5), Quantile(v, 0.25), Quantile(v, 0.75));
-      std::printf(" %.2f / %.2f |\n", 1e3 * cpu_all / seeds, 1e3 * cpu_model / seeds);
+      std::printf(" %.2f / %.2f / %.2f |\n", 1e3 * cpu_all / seeds, 1e3 * cpu_model / seeds, 1e3 * cpu_last / seeds);
       std::fflush(stdout);
     }
   }

@@ -5,7 +5,8 @@ Same objectives (bench/tpe_suite.py, plus the lr_valley of gp_bench.cc),
 same budgets, same statistics as `gp_bench`: median and quartiles over the
 seeds of the simple regret after 20, 30 and 50 trials, and the mean CPU time
 of the process per suggestion (ask() with every parameter; torch's threads
-included) over the whole run and past the 10 startup trials. With
+included) over the whole run, past the 10 startup trials, and over the
+last 10. With
 --inflight K, K trials run at once (ask/tell with K open trials).
 
   $(bench/gp_optuna_venv.sh) bench/gp_optuna.py [--seeds 30] [--first-seed 0]
@@ -64,7 +65,7 @@ def run(f, space, sampler_kind, seed, trials, inflight):
     study = optuna.create_study(sampler=sampler)
     dists = distributions(space)
     best, curve, open_trials = math.inf, [], []
-    cpu_all = cpu_model = 0.0
+    cpu_all = cpu_model = cpu_last = 0.0
 
     def finish():
         nonlocal best
@@ -83,10 +84,12 @@ def run(f, space, sampler_kind, seed, trials, inflight):
         cpu_all += dt
         if i >= 10:
             cpu_model += dt
+        if i >= trials - 10:
+            cpu_last += dt / 10
         open_trials.append(t)
     while open_trials:
         finish()
-    return curve, cpu_all / trials, cpu_model / max(1, trials - 10)
+    return curve, cpu_all / trials, cpu_model / max(1, trials - 10), cpu_last
 
 
 def quantile(v, q):
@@ -109,22 +112,24 @@ def main():
     marks = [m for m in (20, 30, 50, 100, 200) if m <= args.trials]
     problems = {p[0]: p for p in SUITE}
     print("| function | sampler |" + "".join(" regret@%d median [q25, q75] |" % m for m in marks)
-          + " CPU ms/suggestion (all / past startup) |")
+          + " CPU ms/suggestion (all / past startup / last 10) |")
     print("|---|---|" + "---|" * (len(marks) + 1))
     for name in args.functions.split(","):
         _, space, f, optimum = problems[name]
         at = [[] for _ in marks]
-        cpu_all = cpu_model = 0.0
+        cpu_all = cpu_model = cpu_last = 0.0
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            curve, ca, cm = run(f, space, args.sampler, seed, args.trials, args.inflight)
+            curve, ca, cm, cl = run(f, space, args.sampler, seed, args.trials, args.inflight)
             for k, m in enumerate(marks):
                 at[k].append(curve[m - 1] - optimum)
             cpu_all += ca
             cpu_model += cm
+            cpu_last += cl
         cells = "".join(" %.3g [%.3g, %.3g] |" % (quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75))
                         for v in at)
-        print("| %s | optuna-%s |%s %.2f / %.2f |" % (name, args.sampler, cells, 1e3 * cpu_all / args.seeds,
-                                                    1e3 * cpu_model / args.seeds), flush=True)
+        print("| %s | optuna-%s |%s %.2f / %.2f / %.2f |" % (
+            name, args.sampler, cells, 1e3 * cpu_all / args.seeds, 1e3 * cpu_model / args.seeds,
+            1e3 * cpu_last / args.seeds), flush=True)
 
 
 if __name__ == "__main__":
