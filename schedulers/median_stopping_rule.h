@@ -38,20 +38,10 @@
 #include <vector>
 
 #include "core/status.h"
+#include "schedulers/median_stopping_options.h"
 #include "schedulers/scheduler.h"
 
 namespace tune {
-
-struct MedianOptions {
-  std::string time_attr = "step";  // only used in messages
-  double grace_period = 60;        // Ray's default (in time_total_s there)
-  int min_samples_required = 3;
-  bool maximize = false;
-  bool hard_stop = true;
-};
-
-// InvalidArgument for a negative grace_period or min_samples_required < 1.
-Status ValidateMedianOptions(const MedianOptions& options);
 
 class MedianStoppingRule : public Scheduler {
  public:

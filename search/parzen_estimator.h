@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "search/distribution.h"
+#include "search/parzen_rules.h"
 
 namespace tune {
 
@@ -36,18 +37,6 @@ struct ParzenDimension {
   // [log(low - step/2), log(high + step/2)] and value v's cell is
   // [log(v - step/2), log(v + step/2)].
   bool log = false;
-};
-
-// Where Optuna releases build the estimator differently.
-enum class ParzenRules {
-  // Optuna 5.0 (the default): neighbour-gap bandwidths in every mode,
-  // the prior's centre not among the neighbours, log ints as discrete cells
-  // in log space.
-  kOptuna5,
-  // Optuna 3.x: Scott's rule 0.2 n^(-1/(d+4)) of the range in multivariate
-  // mode (as BOHB), the prior's centre among the neighbours, log ints as a
-  // continuous density in log space (rounded after sampling).
-  kOptuna3,
 };
 
 struct ParzenEstimatorOptions {

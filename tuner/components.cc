@@ -9,6 +9,7 @@
 #include "schedulers/median_stopping_rule.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
+#include "spec/module_options.h"
 #include "trial_runner/local_backend.h"
 #include "trial_runner/process_group.h"
 #ifdef TUNE_HAVE_K8S
@@ -29,23 +30,7 @@ Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
   // Grid points are enumerated by the tuner; what is left is drawn at random.
   if (algo == "random" || algo == "grid") return std::unique_ptr<Sampler>(new RandomSampler(spec.search.seed));
   if (algo == "tpe") {
-    const TpeOptions& t = spec.search.tpe;
-    TpeSamplerOptions o;
-    o.n_startup_trials = t.n_startup_trials;
-    o.n_ei_candidates = t.n_ei_candidates;
-    o.n_ei_candidates_numerical = t.n_ei_candidates_numerical;
-    o.gamma = t.gamma;
-    o.prior_weight = t.prior_weight;
-    o.consider_prior = t.consider_prior;
-    o.consider_magic_clip = t.consider_magic_clip;
-    o.consider_endpoints = t.consider_endpoints;
-    o.multivariate = t.multivariate;
-    o.independent_choices = t.independent_choices;
-    o.constant_liar = t.constant_liar;
-    o.parzen_rules = t.parzen_rules == "optuna3" ? ParzenRules::kOptuna3 : ParzenRules::kOptuna5;
-    o.maximize = spec.objective.mode == Mode::kMax;
-    o.seed = spec.search.seed;
-    return std::unique_ptr<Sampler>(new TpeSampler(o));
+    return std::unique_ptr<Sampler>(new TpeSampler(TpeSamplerOptionsFrom(spec)));
   }
   return Status::InvalidArgument(Where(spec) + ": search.algorithm: '" + algo + "' is not available in this build");
 }
@@ -66,27 +51,14 @@ ParamMap NewTrialParams(const ExperimentSpec& spec, const std::vector<ParamMap>&
 
 Result<std::unique_ptr<Scheduler>> MakeScheduler(const ExperimentSpec& spec, uint64_t seed) {
   const SchedulerSpec& s = spec.scheduler;
-  const bool maximize = spec.objective.mode == Mode::kMax;
   if (s.type == "fifo") return std::unique_ptr<Scheduler>(new FifoScheduler());
   if (s.type == "asha") {
-    AshaOptions o;
-    o.time_attr = s.time_attr;
-    o.max_t = s.max_t;
-    o.grace_period = s.grace_period;
-    o.reduction_factor = s.reduction_factor;
-    o.brackets = s.brackets;
-    o.maximize = maximize;
-    o.seed = seed;
+    AshaOptions o = AshaOptionsFrom(spec, seed);
     if (Status st = ValidateAshaOptions(o); !st.ok()) return Status::InvalidArgument(Where(spec) + ": " + st.message());
     return std::unique_ptr<Scheduler>(new AshaScheduler(std::move(o)));
   }
   if (s.type == "median") {
-    MedianOptions o;
-    o.time_attr = s.time_attr;
-    o.grace_period = static_cast<double>(s.grace_period);
-    o.min_samples_required = s.min_samples_required;
-    o.maximize = maximize;
-    o.hard_stop = s.hard_stop;
+    MedianOptions o = MedianOptionsFrom(spec);
     if (Status st = ValidateMedianOptions(o); !st.ok()) return Status::InvalidArgument(Where(spec) + ": " + st.message());
     return std::unique_ptr<Scheduler>(new MedianStoppingRule(std::move(o)));
   }
