@@ -1,12 +1,10 @@
-// Rendering of one trial attempt as Kubernetes objects (docs/kubernetes.md).
-// backend.job_kind picks the kind; this header describes "job", the
-// default, and k8s/render_kubeflow.h the Kubeflow kinds.
-//
-// A trial attempt is a headless Service plus a batch/v1 Job in Indexed
-// completion mode with completions = parallelism = workers. Pod i of the Job
-// is rank i; its stable hostname `<job>-<i>.<service>` resolves through the
-// Service (the Job's pods get `subdomain: <service>`), so every rank finds
-// rank 0 at MASTER_ADDR = `<job>-0.<service>`. Both objects share one name.
+// Rendering of one trial attempt as Kubernetes objects (docs/kubernetes.md):
+// the names, labels and escaping every kind shares, and
+// RenderTrialManifests, which hands the attempt to the Workload of
+// backend.job_kind (k8s/workload.h). What each kind creates is described
+// in its own file: k8s/job_workload.h (the default: an Indexed batch/v1
+// Job plus a headless Service), k8s/pytorchjob_workload.h,
+// k8s/trainjob_workload.h.
 //
 // Pure functions: no cluster, no kubectl, thread-safe.
 #pragma once
@@ -56,9 +54,10 @@ std::string EscapeForKubernetesExpansion(const std::string& s);
 // publish a path that does not exist.
 Status CheckManifestText(const LaunchSpec& spec);
 
-// Renders the attempt as a kubectl-ready JSON `v1/List`. For job_kind "job":
-// the Service and the Job, in that order; "pytorchjob" and "trainjob": the
-// one object (k8s/render_kubeflow.h). InvalidArgument if an option cannot be used
+// Renders the attempt as a kubectl-ready JSON `v1/List` through
+// MakeWorkload(opts.job_kind)->Render: for job_kind "job" the Service and
+// the Job, in that order; "pytorchjob" and "trainjob": the one object.
+// InvalidArgument for another job_kind, or if an option cannot be used
 // (no image, tolerations/volumes that are not JSON arrays, workers < 1, a
 // name that is not a DNS-1035 label). The schema itself is left to kubectl's
 // validation, or text that is not UTF-8 (CheckManifestText). Every argv

@@ -1,5 +1,7 @@
-// Pieces shared by the renderers of each job kind (k8s/render.cc: batch/v1
-// Job; k8s/render_kubeflow.cc: PyTorchJob, TrainJob). Internal to tune_k8s.
+// Pieces shared by the manifests of every job kind (k8s/job_workload.cc:
+// batch/v1 Job; k8s/pytorchjob_workload.cc: PyTorchJob;
+// k8s/trainjob_workload.cc: TrainJob). Internal to tune_k8s; pure
+// functions, thread-safe.
 #pragma once
 
 #include <set>
@@ -16,7 +18,8 @@ namespace tune::render_internal {
 using nlohmann::json;
 
 // The options and the spec every kind needs: an image, a DNS-1035 name of
-// at most 52 characters, workers >= 1, a command. InvalidArgument otherwise.
+// at most 52 characters, workers >= 1, a command, UTF-8 text
+// (CheckManifestText, k8s/render.h). InvalidArgument otherwise.
 Status CheckCommon(const KubernetesOptions& opts, const LaunchSpec& spec, const std::string& name);
 
 // backend.<key> (tolerations, volumes, volume_mounts) as a JSON array.
@@ -46,8 +49,19 @@ json SecretEnvVar(const std::string& name, const SecretKeyRef& ref);
 // (when not empty): those are the backend's or the operator's to set.
 json TrialEnv(const LaunchSpec& spec, const std::set<std::string>& excluded, const std::string& excluded_prefix);
 
+// The container of a Job's or a PyTorchJob's pod, named `name`: image,
+// command, `env`, resources, terminationMessagePolicy
+// FallbackToLogsOnError (a failed container's last log lines reach its
+// status; the trial's failure message quotes the last one), and, when set,
+// imagePullPolicy, workingDir (none: the image's WORKDIR) and `mounts`.
+json Container(const KubernetesOptions& opts, const LaunchSpec& spec, const std::string& name, const json& env,
+               const json& mounts);
+
 // The pod-level options: serviceAccountName, nodeSelector, tolerations,
 // volumes, written into `pod_spec`.
 Status AddPodOptions(const KubernetesOptions& opts, json* pod_spec);
+
+// A kubectl-ready `v1/List` of `items`, as text (2-space indent).
+std::string ListText(json items);
 
 }  // namespace tune::render_internal

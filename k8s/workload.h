@@ -1,22 +1,27 @@
 // Workload: what the Kubernetes backend needs to know about the kind of
 // object one trial attempt runs as (backend.job_kind), so that its state
 // machine (launch, poll, follow rank 0's log, delete, adopt) stays the same
-// for every kind:
+// for every kind, and `tune render` prints what a launch would create
+// (docs/architecture.md, section 2.4). One file per kind renders its
+// manifest and reads its status:
 //
-//   job         batch/v1 Job (Indexed) + headless Service; pods carry the
-//               experiment's labels; rank 0 = completion index 0.
-//   pytorchjob  kubeflow.org/v1 PyTorchJob; the training operator makes the
-//               pods (with the template's labels) and a Service per pod;
-//               rank 0 = replica-type master, replica-index 0. A failed
-//               pod that the operator restarts is made again under the
-//               same name (a new uid).
-//   trainjob    trainer.kubeflow.org/v1alpha1 TrainJob; Kubeflow Trainer
-//               makes a JobSet whose pods carry the JobSet's labels (not
-//               ours): they are found by jobset.sigs.k8s.io/jobset-name;
-//               rank 0 = job-index 0, completion index 0. A failed
-//               container restarts in place (restartPolicy OnFailure). It has no
-//               deadline of its own: the backend enforces trial.timeout_s.
+//   job         k8s/job_workload.h: batch/v1 Job (Indexed) + headless
+//               Service; pods carry the experiment's labels; rank 0 =
+//               completion index 0.
+//   pytorchjob  k8s/pytorchjob_workload.h: kubeflow.org/v1 PyTorchJob; the
+//               training operator makes the pods (with the template's
+//               labels) and a Service per pod; rank 0 = replica-type
+//               master, replica-index 0. A failed pod that the operator
+//               restarts is made again under the same name (a new uid).
+//   trainjob    k8s/trainjob_workload.h: trainer.kubeflow.org/v1alpha1
+//               TrainJob; Kubeflow Trainer makes a JobSet whose pods carry
+//               the JobSet's labels (not ours): they are found by
+//               jobset.sigs.k8s.io/jobset-name; rank 0 = job-index 0,
+//               completion index 0. A failed container restarts in place
+//               (restartPolicy OnFailure). It has no deadline of its own:
+//               the backend enforces trial.timeout_s.
 //
+// MakeWorkload is the one place that maps backend.job_kind to a kind.
 // Internal to tune_k8s; stateless and thread-safe.
 #pragma once
 
@@ -26,6 +31,10 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+#include "k8s/kubernetes_options.h"
+#include "trial_runner/trial_backend.h"
 
 namespace tune {
 
@@ -38,6 +47,11 @@ struct WorkloadEnd {
 class Workload {
  public:
   virtual ~Workload() = default;
+
+  // The attempt's objects as a kubectl-ready JSON `v1/List`, in the order
+  // they are created (the contract of RenderTrialManifests, k8s/render.h).
+  virtual Result<std::string> Render(const KubernetesOptions& opts, const LaunchSpec& spec,
+                                     const std::string& object_name) const = 0;
 
   // The kind as the API returns it ("Job", "PyTorchJob", "TrainJob").
   virtual std::string Kind() const = 0;
@@ -83,10 +97,16 @@ class Workload {
   // OnFailure). The backend then checks the pod's uid and restart count
   // before each read of its log.
   virtual bool RestartsUnderSameName() const { return false; }
+
+ protected:
+  // The end the object's first condition of type `success` or `failure`
+  // with status True says, if any.
+  static std::optional<WorkloadEnd> EndedByCondition(const nlohmann::json& obj, const char* success,
+                                                     const char* failure);
 };
 
 // The workload of backend.job_kind ("job", "pytorchjob", "trainjob");
-// nullptr for another kind.
+// nullptr for another kind. The one place that names the kinds.
 std::unique_ptr<Workload> MakeWorkload(const std::string& job_kind);
 
 }  // namespace tune
