@@ -31,7 +31,7 @@ done
 
 pkgs=(
   build-essential cmake pkg-config git python3 ccache
-  libboost-dev libboost-filesystem-dev nlohmann-json3-dev libeigen3-dev
+  libboost-dev libboost-filesystem-dev nlohmann-json3-dev libeigen3-dev liblbfgspp-dev
   libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2 bc time
   libpcre2-dev libutf8proc-dev libyaml-cpp-dev
   libcpp-httplib-dev libjs-chart.js zlib1g-dev
