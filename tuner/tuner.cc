@@ -165,6 +165,13 @@ struct Tuner::Impl {
   Status AdoptTrial(TrialId id);
   Status Harvest();
   Status HandleReports(TrialId id, const std::vector<MetricReport>& reports, bool* stopped);
+  // One report of trial `id`'s current attempt, recorded as both the loop
+  // (HandleReports) and the end of a run (StopAllRunning) record it: a
+  // restart marker goes to Restart; past max_t the report is stored as
+  // excluded; otherwise it is stored, its objective value joins the
+  // trial's curve, and the tracking sink gets it. True when it counts
+  // (stored, not excluded): only then may the caller act on its value.
+  Result<bool> RecordReport(TrialId id, const MetricReport& r);
   // A restart marker (MetricReport::restart): the attempt's reports so far
   // become excluded, so only the new rank 0's count.
   Status Restart(TrialId id, const MetricReport& marker);
@@ -413,27 +420,33 @@ Status Tuner::Impl::Restart(TrialId id, const MetricReport& marker) {
   return Status::Ok();
 }
 
+Result<bool> Tuner::Impl::RecordReport(TrialId id, const MetricReport& r) {
+  if (!r.restart.empty()) {
+    TUNE_RETURN_IF_ERROR(Restart(id, r));
+    return false;
+  }
+  Trial& t = Get(id);
+  auto obj = Objective(r);
+  if (finishing.count(id)) {
+    // Past max_t (as Ray, trials compare at equal budget): kept, marked,
+    // and never part of the value, the sampler's or the scheduler's view.
+    TUNE_RETURN_IF_ERROR(parts.storage->AppendExcludedReport(id, t.attempt, r, obj, kAfterMaxT));
+    return false;
+  }
+  TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
+  if (obj) t.intermediate[r.step] = *obj;
+  if (parts.tracking) parts.tracking->OnReport(t, r);
+  return true;
+}
+
 Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& reports, bool* stopped) {
   for (const MetricReport& r : reports) {
-    if (!r.restart.empty()) {
-      TUNE_RETURN_IF_ERROR(Restart(id, r));
-      continue;
-    }
+    TUNE_ASSIGN_OR_RETURN(bool counts, RecordReport(id, r));
+    if (!counts) continue;
     Trial& t = Get(id);
     auto obj = Objective(r);
-    if (finishing.count(id)) {
-      // Past max_t (as Ray, trials compare at equal budget): kept, marked,
-      // and never part of the value, the sampler's or the scheduler's view.
-      TUNE_RETURN_IF_ERROR(parts.storage->AppendExcludedReport(id, t.attempt, r, obj, kAfterMaxT));
-      continue;
-    }
-    TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
-    if (obj) {
-      t.intermediate[r.step] = *obj;
-      t.value = ScopedValue(t, spec.objective);
-    }
+    if (obj) t.value = ScopedValue(t, spec.objective);
     if (parts.progress) parts.progress->OnTrialReport(t, r.step, obj);
-    if (parts.tracking) parts.tracking->OnReport(t, r);
     if (!obj) {
       if (t.intermediate.empty()) {
         std::set<std::string>& names = other_metrics[id];
@@ -569,21 +582,7 @@ Status Tuner::Impl::StopAllRunning(TrialState as, const std::string& message) {
     // Keep what it reported up to now.
     auto reports = parts.backend->Poll(id);
     if (reports.ok()) {
-      for (const MetricReport& r : *reports) {
-        if (!r.restart.empty()) {
-          TUNE_RETURN_IF_ERROR(Restart(id, r));
-          continue;
-        }
-        Trial& t = Get(id);
-        auto obj = Objective(r);
-        if (finishing.count(id)) {
-          TUNE_RETURN_IF_ERROR(parts.storage->AppendExcludedReport(id, t.attempt, r, obj, kAfterMaxT));
-          continue;
-        }
-        TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
-        if (obj) t.intermediate[r.step] = *obj;
-        if (parts.tracking) parts.tracking->OnReport(t, r);
-      }
+      for (const MetricReport& r : *reports) TUNE_RETURN_IF_ERROR(RecordReport(id, r).status());
     }
     if (finishing.erase(id)) {
       // It had reached max_t: its budget is used, so it is completed
