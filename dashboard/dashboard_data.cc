@@ -16,9 +16,10 @@
 
 #include "core/json_text.h"
 #include "core/trial_dir_name.h"
+#include "dashboard/results_query.h"
 #include "schedulers/asha_scheduler.h"
-#include "search/ped_anova.h"
 #include "spec/experiment_spec.h"
+#include "spec/module_options.h"
 
 namespace tune {
 namespace {
@@ -57,8 +58,6 @@ std::optional<ExperimentSpec> SpecOf(const ExperimentRecord& e) {
   return *spec;
 }
 
-bool Better(double a, double b, Mode mode) { return mode == Mode::kMin ? a < b : a > b; }
-
 // TallyTrials' answer for records already read (one snapshot, so the
 // experiment document's counts always match its rows).
 TrialTally TallyRecords(const std::vector<TrialRecord>& records, Mode mode) {
@@ -66,9 +65,9 @@ TrialTally TallyRecords(const std::vector<TrialRecord>& records, Mode mode) {
   for (const TrialRecord& r : records) {
     ++tally.counts[r.trial.state];
     ++tally.total;
-    if (r.trial.state != TrialState::kCompleted || !r.trial.value || !std::isfinite(*r.trial.value)) continue;
-    if (!tally.best || Better(*r.trial.value, tally.best->second, mode))
-      tally.best = std::make_pair(r.trial.number, *r.trial.value);
+  }
+  if (const TrialRecord* best = BestTrial(records, mode)) {
+    tally.best = std::make_pair(best->trial.number, *best->trial.value);
   }
   return tally;
 }
@@ -143,7 +142,10 @@ Json ParametersJson(const SearchSpace& space) {
   return out;
 }
 
-Json SchedulerJson(const SchedulerSpec& s, Mode mode) {
+// The scheduler section, with the rungs of each ASHA bracket as the run
+// draws them (the options mapped as `tune run` maps them).
+Json SchedulerJson(const ExperimentSpec& spec) {
+  const SchedulerSpec& s = spec.scheduler;
   Json j;
   j["type"] = s.type;
   j["time_attr"] = s.time_attr;
@@ -152,12 +154,7 @@ Json SchedulerJson(const SchedulerSpec& s, Mode mode) {
   j["grace_period"] = s.grace_period;
   j["reduction_factor"] = s.reduction_factor;
   j["brackets"] = s.brackets;
-  AshaOptions options;
-  options.max_t = s.max_t;
-  options.grace_period = s.grace_period;
-  options.reduction_factor = s.reduction_factor;
-  options.brackets = s.brackets;
-  options.maximize = mode == Mode::kMax;
+  const AshaOptions options = AshaOptionsFrom(spec, /*seed=*/0);  // the seed draws brackets, not milestones
   Json milestones = Json::array();
   if (ValidateAshaOptions(options).ok()) {
     AshaScheduler asha(options);
@@ -169,19 +166,10 @@ Json SchedulerJson(const SchedulerSpec& s, Mode mode) {
 
 Json ImportanceJson(const std::optional<ExperimentSpec>& spec, const std::vector<TrialRecord>& records) {
   if (!spec) return Json{{"error", "the stored experiment.json does not parse with this tune"}};
-  History trials;
-  trials.reserve(records.size());
-  for (const TrialRecord& r : records) trials.push_back(r.trial);
-  auto result = PedAnovaImportances(spec->parameters, trials, spec->objective.mode == Mode::kMax);
+  auto result = ImportancesOf(*spec, records);
   if (!result.ok()) return Json{{"error", result.status().message()}};
-  Json j;
-  j["method"] = "ped-anova";
-  j["trials"] = result->trials;
-  j["top_trials"] = result->top_trials;
-  j["importances"] = Json::array();
-  for (const ParamImportance& p : result->importances) {
-    j["importances"].push_back({{"parameter", p.name}, {"importance", p.importance}});
-  }
+  Json j = Json::object();
+  AddImportanceJson(*result, &j);
   return j;
 }
 
@@ -358,7 +346,7 @@ Result<std::string> DashboardData::Experiment(const std::string& name) {
   std::optional<ExperimentSpec> spec = SpecOf(e);
   Json j = Summary(e, spec, TallyRecords(records, ObjectiveOf(spec).mode));
   j["parameters"] = spec ? ParametersJson(spec->parameters) : Json::array();
-  j["scheduler"] = spec ? SchedulerJson(spec->scheduler, spec->objective.mode) : Json{{"type", "unknown"}};
+  j["scheduler"] = spec ? SchedulerJson(*spec) : Json{{"type", "unknown"}};
   Json rows = Json::array();
   Json curves = Json::object();
   // Appended to the object's vector directly: ordered_json's operator[]

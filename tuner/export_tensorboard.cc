@@ -20,6 +20,8 @@ Status ExportTensorBoard(Storage& storage, const std::string& experiment, const 
   }
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
   // Write beside the target, then rename: a failed export leaves nothing.
+  // A whole directory of event files, so not WriteFileAtomically
+  // (core/atomic_write.h), which puts one file in place.
   fs::create_directories(root.parent_path().empty() ? fs::path(".") : root.parent_path(), ec);
   if (ec) return Status::Internal("cannot create " + root.parent_path().string() + ": " + ec.message());
   const fs::path partial = root.string() + ".partial";

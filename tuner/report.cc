@@ -11,7 +11,7 @@
 #include "core/json_text.h"
 #include "core/one_line.h"
 #include "core/utf8.h"
-#include "search/ped_anova.h"
+#include "dashboard/results_query.h"
 
 namespace tune {
 namespace {
@@ -48,21 +48,6 @@ double Now() {
 }
 
 bool HasValue(const Trial& t) { return t.value.has_value() && !std::isnan(*t.value); }
-
-// The best completed trial, or nullptr.
-const TrialRecord* BestOf(const std::vector<TrialRecord>& records, Mode mode) {
-  const TrialRecord* best = nullptr;
-  for (const TrialRecord& r : records) {
-    if (r.trial.state != TrialState::kCompleted || !HasValue(r.trial)) continue;
-    if (best == nullptr) {
-      best = &r;
-      continue;
-    }
-    double v = *r.trial.value, b = *best->trial.value;
-    if (mode == Mode::kMin ? v < b : v > b) best = &r;
-  }
-  return best;
-}
 
 Json ParamsJson(const ParamMap& params) {
   Json out = Json::object();
@@ -195,7 +180,7 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
   TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
   Objective obj = ObjectiveOf(e, mode);
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
-  const TrialRecord* best = BestOf(records, obj.mode);
+  const TrialRecord* best = BestTrial(records, obj.mode);
   if (best == nullptr) {
     return Status::FailedPrecondition("experiment '" + e.name + "' has no completed trial yet (" +
                                       std::to_string(records.size()) + " trials so far)");
@@ -372,9 +357,7 @@ Status PrintImportance(Storage& storage, const std::string& experiment, const st
                                       "' does not parse here: " + spec.status().message());
   }
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
-  History trials;
-  for (TrialRecord& r : records) trials.push_back(std::move(r.trial));
-  auto result = PedAnovaImportances(spec->parameters, trials, spec->objective.mode == Mode::kMax);
+  auto result = ImportancesOf(*spec, records);
   if (!result.ok()) {
     return Status(result.status().code(), "experiment '" + e.name + "': " + result.status().message());
   }
@@ -385,12 +368,7 @@ Status PrintImportance(Storage& storage, const std::string& experiment, const st
     j["experiment"] = e.name;
     j["metric"] = obj.metric;
     j["mode"] = ModeName(obj.mode);
-    j["method"] = "ped-anova";
-    j["trials"] = result->trials;
-    j["top_trials"] = result->top_trials;
-    j["importances"] = Json::array();
-    for (const ParamImportance& p : result->importances)
-      j["importances"].push_back({{"parameter", p.name}, {"importance", p.importance}});
+    AddImportanceJson(*result, &j);
     text << DumpJson(j, 2) << "\n";
   } else {
     text << "experiment '" << e.name << "': what sets the best " << result->top_trials << " of "
@@ -439,7 +417,7 @@ Status PrintStatus(Storage& storage, std::ostream& out) {
                              [s](const TrialRecord& r) { return r.trial.state == s; });
       row.push_back(std::to_string(n));
     }
-    const TrialRecord* best = BestOf(records, obj.mode);
+    const TrialRecord* best = BestTrial(records, obj.mode);
     row.push_back(best ? Short(best->trial.value) + " (#" + std::to_string(best->trial.number) + ")"
                        : "-");
     row.push_back(obj.metric + " " + ModeName(obj.mode));

@@ -29,7 +29,8 @@ namespace tune {
 // (FailedPrecondition if there is none).
 Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& name);
 
-// The best completed trial (pruned, failed and stopped trials are not
+// The best completed trial with a finite value (BestTrial,
+// dashboard/results_query.h: pruned, failed and stopped trials are not
 // candidates; ties go to the lower number). `format` "table" (for humans) or
 // "json": {"experiment", "trial_id", "number", "value", "metric", "mode",
 // "params"}, where params keep their exact types (integers without a point,

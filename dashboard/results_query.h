@@ -1,0 +1,40 @@
+// The read-side queries of the results database that the query commands
+// (`tune best`, `tune trials`, `tune importance`, `tune status`:
+// tuner/report.cc) and the dashboard's JSON (dashboard/dashboard_data.cc)
+// share, so that both answer alike: written once, here, where both may
+// include it (docs/architecture.md, section 1.1).
+//
+// Pure functions of records already read (no Storage call of their own);
+// thread-safe.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+#include "search/ped_anova.h"
+#include "spec/experiment_spec.h"
+#include "storage/storage.h"
+
+namespace tune {
+
+// The best completed trial of `records`: the best finite value (lowest, or
+// highest for Mode::kMax), the first of `records` among equals (they come
+// by number), as Storage::TallyTrials picks it; nullptr if none.
+const TrialRecord* BestTrial(const std::vector<TrialRecord>& records, Mode mode);
+
+// PED-ANOVA importances (search/ped_anova.h) of the completed trials of
+// `records` over the parameters of `spec`, in the objective's direction.
+// PedAnovaImportances' errors as they come (FailedPrecondition with fewer
+// than 2 usable trials).
+Result<PedAnovaResult> ImportancesOf(const ExperimentSpec& spec, const std::vector<TrialRecord>& records);
+
+// Adds the importances to the JSON object `*j`, after what it holds:
+// "method": "ped-anova", "trials", "top_trials" and "importances":
+// [{"parameter", "importance"}], most important first (docs/dashboard.md;
+// `tune importance --format json`).
+void AddImportanceJson(const PedAnovaResult& result, nlohmann::ordered_json* j);
+
+}  // namespace tune
