@@ -50,14 +50,8 @@ double GpNegLogPosterior(const GpMatrix& x, const Eigen::VectorXd& y, const std:
   const GpKernelParams p = GpParamsFromRaw(raw, minimum_noise, deterministic);
   const Eigen::VectorXd& w = p.inverse_squared_lengthscales;
   // K and dmatern/dr2 per pair.
-  Eigen::MatrixXd k(n, n), dm(n, n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    for (Eigen::Index m = 0; m <= i; ++m) {
-      double r2 = WeightedSquaredDistance(x.row(i).data(), x.row(m).data(), is_categorical, w);
-      k(i, m) = k(m, i) = p.kernel_scale * Matern52(r2);
-      dm(i, m) = dm(m, i) = p.kernel_scale * Matern52Deriv(r2);
-    }
-  }
+  Eigen::MatrixXd dm;
+  Eigen::MatrixXd k = Matern52Matrix(WeightedSquaredDistances(x, x, is_categorical, w), p.kernel_scale, &dm);
   Eigen::MatrixXd c = k;
   c.diagonal().array() += p.noise_var;
   Eigen::LLT<Eigen::MatrixXd> llt(c);
@@ -71,10 +65,20 @@ double GpNegLogPosterior(const GpMatrix& x, const Eigen::VectorXd& y, const std:
   Eigen::MatrixXd wmat = alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
   Eigen::MatrixXd g = wmat.cwiseProduct(dm);
   grad->resize(d + 2);
+  const Eigen::VectorXd g_rows = g.rowwise().sum();
+  const double g_total = g_rows.sum();
   for (Eigen::Index j = 0; j < d; ++j) {
+    // s = sum_ik G_ik sqd_j(x_i, x_k), G symmetric.
     double s = 0;
-    for (Eigen::Index i = 0; i < n; ++i) {
-      for (Eigen::Index m = 0; m < n; ++m) s += g(i, m) * SquaredDiff(x(i, j), x(m, j), is_categorical[j]);
+    if (is_categorical[j]) {
+      double same = 0;
+      for (Eigen::Index i = 0; i < n; ++i) {
+        for (Eigen::Index m = 0; m < n; ++m) same += x(i, j) == x(m, j) ? g(i, m) : 0.0;
+      }
+      s = g_total - same;
+    } else {
+      Eigen::VectorXd xj = x.col(j);
+      s = 2.0 * xj.array().square().matrix().dot(g_rows) - 2.0 * xj.dot(g * xj);
     }
     // dC/dlog w_j = w_j * dm * sqd_j; prior: d/dlog w of -(0.1/w + 0.1 w).
     (*grad)[j] = -(0.5 * w[j] * s) - (0.1 / w[j] - 0.1 * w[j]);

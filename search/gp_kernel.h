@@ -27,6 +27,8 @@ struct GpKernelParams {
 // matern52(r2) and its derivative with respect to r2 (not r), exact at 0.
 double Matern52(double r2);
 double Matern52Deriv(double r2);
+// Both at once (one exp): returns matern52(r2), sets *deriv.
+double Matern52WithDeriv(double r2, double* deriv);
 
 // Per-coordinate squared difference of a and b (Hamming for choices).
 inline double SquaredDiff(double a, double b, bool categorical) {
@@ -36,6 +38,14 @@ inline double SquaredDiff(double a, double b, bool categorical) {
 // sum_j w_j sqd_j(a, b) over `d` coordinates.
 double WeightedSquaredDistance(const double* a, const double* b, const std::vector<char>& is_categorical,
                                const Eigen::VectorXd& w);
+
+// R2[i][k] = sum_j w_j sqd_j(x1_i, x2_k) for all pairs (clamped at 0; the
+// continuous part by a matrix product).
+Eigen::MatrixXd WeightedSquaredDistances(const GpMatrix& x1, const GpMatrix& x2,
+                                         const std::vector<char>& is_categorical, const Eigen::VectorXd& w);
+// scale * matern52 of each entry of `r2`, and (if `deriv`) scale * its
+// derivative with respect to r2.
+Eigen::MatrixXd Matern52Matrix(const Eigen::MatrixXd& r2, double scale, Eigen::MatrixXd* deriv = nullptr);
 
 // The kernel matrix K[i][k] = k(x1_i, x2_k), without noise.
 Eigen::MatrixXd KernelMatrix(const GpMatrix& x1, const GpMatrix& x2, const std::vector<char>& is_categorical,

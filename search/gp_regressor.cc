@@ -59,8 +59,9 @@ void GpRegressor::PosteriorWithGrad(const double* x, double* mean, double* var, 
   Eigen::VectorXd k(n), dk_dr2(n);
   for (Eigen::Index i = 0; i < n; ++i) {
     double r2 = WeightedSquaredDistance(x, x_.row(i).data(), is_categorical_, w);
-    k[i] = params_.kernel_scale * Matern52(r2);
-    dk_dr2[i] = params_.kernel_scale * Matern52Deriv(r2);
+    double deriv = 0;
+    k[i] = params_.kernel_scale * Matern52WithDeriv(r2, &deriv);
+    dk_dr2[i] = params_.kernel_scale * deriv;
   }
   *mean = k.dot(alpha_);
   Eigen::VectorXd cinv_k = chol_.triangularView<Eigen::Lower>().solve(k);
