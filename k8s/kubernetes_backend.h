@@ -1,5 +1,8 @@
-// KubernetesBackend: runs each trial attempt as a headless Service plus an
-// Indexed batch/v1 Job (k8s/render.h), driven through the real kubectl.
+// KubernetesBackend: runs each trial attempt as the Workload of
+// backend.job_kind (k8s/workload.h; by default a headless Service plus an
+// Indexed batch/v1 Job, k8s/job_workload.h), driven through the real kubectl.
+// Implemented in k8s/kubernetes_backend.cc and k8s/kubernetes_poller.cc (the
+// poller and the log followers); the preflight is k8s/preflight.h.
 //
 //   Launch   `kubectl create -f -` for the Service, then the Job. Every API
 //            call goes through CallApi (k8s/api_call.h): transient failures
@@ -15,7 +18,7 @@
 //            pending_timeout_s (Unschedulable, ImagePullBackOff, ...) fails
 //            it with the reason Kubernetes gives, and its objects are deleted.
 //   Poll     rank 0's output comes from `kubectl logs -f pod/<index-0 pod>`
-//            (one follower thread per attempt). A dropped stream is resumed
+//            (one LogFollower, k8s/log_follower.h, on a thread per attempt). A dropped stream is resumed
 //            without duplicates: lines already seen from that pod are
 //            skipped. Every line is also appended to <trial_dir>/rank_0.log.
 //            Which pod speaks for the attempt: the index-0 pod the Job
@@ -58,13 +61,18 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "k8s/api_call.h"
 #include "k8s/kubectl.h"
+#include "k8s/log_follower.h"
 #include "k8s/kubernetes_options.h"
 #include "k8s/workload.h"
 #include "trial_runner/trial_backend.h"
 
 namespace tune {
+
+struct ClusterView;  // k8s/attempt_status.h
 
 class KubernetesBackend : public TrialBackend {
  public:
@@ -149,10 +157,24 @@ class KubernetesBackend : public TrialBackend {
   // queues the deletion of its objects.
   void AbandonLocked(Attempt& a, const std::string& message);
   bool RefreshOnce();  // one `kubectl get`; true if anything changed
+  // Lists the workloads named `names` and their pods (into `list`,
+  // `pod_list`, indexed in `view`); false if the API did not answer.
+  bool ListWatched(const std::vector<std::string>& names, nlohmann::json* list, nlohmann::json* pod_list,
+                   ClusterView* view);
+  // What `object` (nullptr: not listed) and `pods` say about `a`: its end,
+  // a pod pending too long, the pod that speaks for it. True if it changed.
+  bool UpdateAttemptLocked(const std::shared_ptr<Attempt>& a, const nlohmann::json* object,
+                           const std::vector<const nlohmann::json*>& pods);
+  void WatchPendingLocked(Attempt& a, const std::vector<const nlohmann::json*>& pods);
   // Follows rank 0's log: `pod` (its uid and restart count `id`, "<uid>/<n>")
-  // speaks for the attempt.
-  void FollowLogs(std::shared_ptr<Attempt> a, std::string pod, std::string id, int generation);
+  // speaks for the attempt; one LogFollower on a thread of its own.
   void StartFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod, const std::string& id);
+  std::shared_ptr<LogFollower> MakeFollowerLocked(const std::shared_ptr<Attempt>& a, const std::string& pod,
+                                                  const std::string& id);
+  // rank_0.log says that rank 0's pod was replaced by `pod`, and a restart
+  // marker joins the reports.
+  void MarkReplacedLocked(Attempt& a, const std::string& pod, const std::string& id);
+  void FollowerEnded(Attempt& a, const std::string& pod, int generation, const LogFollower::Outcome& outcome);
   // "<uid>/<restart count>" of the pod named `pod` now ("" if it is gone);
   // nullopt if the API did not answer.
   std::optional<std::string> PodIdentityNow(const std::string& pod);
