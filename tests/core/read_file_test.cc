@@ -3,28 +3,18 @@
 // or reading for FIFOs, devices and directories.
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "core/read_file.h"
+#include "tests/common/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh directory under $TMPDIR, removed on destruction.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tune-read-file-test-" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using tune::testing::TempDir;
 
 void Write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 

@@ -7,24 +7,22 @@
 // hanging the suite.
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "tests/common/run_tune.h"
+#include "tests/common/temp_dir.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Run = tune::testing::TuneRun;
+using tune::testing::TempDir;
 
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -33,29 +31,9 @@ std::string ReadAll(const fs::path& p) {
   return ss.str();
 }
 
-// A fresh directory under $TMPDIR, removed on destruction.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tune-hostile-files-test-" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 // `tune ARGS` in `dir`; at most 120 s (exit 124 past that).
 Run Tune(const TempDir& dir, const std::string& args) {
-  fs::path out = dir.path / "stdout.txt", err = dir.path / "stderr.txt";
-  std::string cmd = "cd '" + dir.path.string() + "' && timeout 120 '" + std::string(TUNE_BIN_DIR) + "/tune' " + args +
-                    " >'" + out.string() + "' 2>'" + err.string() + "'";
-  int status = std::system(cmd.c_str());
-  Run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
+  return tune::testing::RunTune(args, {.cwd = dir.path, .timeout_s = 120});
 }
 
 // Katib's random.yaml with `volumes: <value>` in the pod spec (a subtree the

@@ -2,55 +2,23 @@
 // exit status (docs/architecture.md, section 5: 0 ok, 2 invalid input), its notes on stderr,
 // the file it writes, and `tune validate` on that file.
 #include <catch2/catch.hpp>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/common/run_tune.h"
+#include "tests/common/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Run = tune::testing::TuneRun;
+using tune::testing::TempDir;
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A fresh directory, removed on destruction (also when a check fails).
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tune-import-test-" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-Run Tune(const TempDir& dir, const std::string& args) {
-  fs::path out = dir.path / "stdout.txt", err = dir.path / "stderr.txt";
-  std::string cmd = "cd '" + dir.path.string() + "' && '" + std::string(TUNE_BIN_DIR) + "/tune' " + args + " >'" +
-                    out.string() + "' 2>'" + err.string() + "'";
-  int status = std::system(cmd.c_str());
-  Run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
-}
+// `tune ARGS` in `dir`.
+Run Tune(const TempDir& dir, const std::string& args) { return tune::testing::RunTune(args, {.cwd = dir.path}); }
 
 std::string Example(const std::string& name) {
   return "'" + std::string(TUNE_SOURCE_DIR) + "/tests/import/katib/" + name + "'";

@@ -3,16 +3,16 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include "search/tpe_sampler.h"
 #include "spec/experiment_spec.h"
+#include "tests/common/temp_dir.h"
 
 namespace tune {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::TempDir;
 
 ExperimentSpec MustParse(const std::string& text, const std::string& path = "exp.json") {
   auto spec = ParseExperimentSpec(text, path);
@@ -20,21 +20,6 @@ ExperimentSpec MustParse(const std::string& text, const std::string& path = "exp
   REQUIRE(spec.ok());
   return std::move(spec).value();
 }
-
-// A fresh directory under the temp dir, removed when the object goes (also
-// when a REQUIRE fails).
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) {
-    std::string tmpl = (fs::temp_directory_path() / ("tune-spec-test-" + name + "-XXXXXX")).string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 void WriteFile(const fs::path& p, const std::string& text) {
   std::ofstream out(p);

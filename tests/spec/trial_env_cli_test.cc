@@ -4,23 +4,22 @@
 // refuse in one sentence before anything starts; the value reaches the
 // trial and nothing tune writes (database, logs, output).
 #include <catch2/catch.hpp>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/common/run_tune.h"
+#include "tests/common/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Run = tune::testing::TuneRun;
+using tune::testing::TempDir;
 
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -29,32 +28,10 @@ std::string ReadAll(const fs::path& p) {
   return ss.str();
 }
 
-// A fresh directory under the temp dir, removed when the object goes.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tune-trial-env-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-// `tune ARGS` in `dir`, with `env_prefix` ("HF_TOKEN=... " or "") before it
-// and HF_TOKEN otherwise removed from the environment.
-Run Tune(const fs::path& dir, const std::string& env_prefix, const std::string& args) {
-  fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  std::string cmd = "cd '" + dir.string() + "' && env -u HF_TOKEN " + env_prefix + "'" + TUNE_BIN_DIR +
-                    "/tune' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-  int status = std::system(cmd.c_str());
-  Run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  return r;
+// `tune ARGS` in `dir`, with the variables of `env` set and HF_TOKEN
+// otherwise removed from the environment.
+Run Tune(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& env, const std::string& args) {
+  return tune::testing::RunTune(args, {.cwd = dir, .env = env, .unset_env = {"HF_TOKEN"}});
 }
 
 // Every byte of every file under `dir`.
@@ -85,15 +62,16 @@ TEST_CASE("trial env: a Secret reference on the local backend is the tuner's own
   TempDir dir;
   std::ofstream(dir.path / "exp.json") << kExperiment;
   const std::string secret = "hf_s3cret_Zq7";  // 13 bytes
-  Run run = Tune(dir.path, "HF_TOKEN='" + secret + "' ", "run exp.json --quiet");
+  Run run = Tune(dir.path, {{"HF_TOKEN", secret}}, "run exp.json --quiet");
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
-  Run best = Tune(dir.path, "", "best --db tune.db --format json");
+  Run best = Tune(dir.path, {}, "best --db tune.db --format json");
   INFO(best.err);
   REQUIRE(best.exit_code == 0);
   CHECK(best.out.find("\"value\": 13") != std::string::npos);  // the trial saw the value
   // Neither the database nor a log nor anything printed holds it.
   CHECK(AllFiles(dir.path).find(secret) == std::string::npos);
+  CHECK((run.out + run.err + best.out + best.err).find(secret) == std::string::npos);
 }
 
 TEST_CASE("trial env: without the tuner's variable, validate and run refuse before anything starts",
@@ -104,16 +82,16 @@ TEST_CASE("trial env: without the tuner's variable, validate and run refuse befo
       "tune: exp.json: trial.env.HF_TOKEN: the local backend takes the value of Secret \"hf-token\" (key "
       "\"token\") from the tuner's own environment variable HF_TOKEN, which is not set (export it before tune "
       "run)\n";
-  Run validate = Tune(dir.path, "", "validate exp.json");
+  Run validate = Tune(dir.path, {}, "validate exp.json");
   CHECK(validate.exit_code == 2);
   CHECK(validate.err == why);
-  Run run = Tune(dir.path, "", "run exp.json --quiet");
+  Run run = Tune(dir.path, {}, "run exp.json --quiet");
   CHECK(run.exit_code == 2);
   CHECK(run.err == why);
   CHECK_FALSE(fs::exists(dir.path / "tune.db"));  // nothing started, nothing left behind
   CHECK_FALSE(fs::exists(dir.path / "tune_runs"));
   // An empty value is a value.
-  CHECK(Tune(dir.path, "HF_TOKEN= ", "validate exp.json").exit_code == 0);
+  CHECK(Tune(dir.path, {{"HF_TOKEN", ""}}, "validate exp.json").exit_code == 0);
 }
 
 }  // namespace

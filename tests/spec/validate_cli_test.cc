@@ -1,9 +1,6 @@
 // `tune validate` end to end: the real binary on real files, its exit status
 // (docs/architecture.md, section 5: 0 ok, 2 invalid input) and its one-sentence error.
 #include <catch2/catch.hpp>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -11,14 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include "tests/common/run_tune.h"
+#include "tests/common/temp_dir.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Run = tune::testing::TuneRun;
 
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p);
@@ -27,47 +24,23 @@ std::string ReadAll(const fs::path& p) {
   return ss.str();
 }
 
-// Runs `tune validate <file>` with stdout and stderr captured in files, with
-// the build's programs (synthetic_trial, lora_train) on PATH, as a user who
-// installed them has.
-Run Validate(const fs::path& dir, const std::string& file) {
-  fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  std::string cmd = "PATH='" + std::string(TUNE_BIN_DIR) + "':\"$PATH\" '" + std::string(TUNE_BIN_DIR) +
-                    "/tune' validate '" + file + "' >'" + out.string() + "' 2>'" + err.string() + "'";
-  int status = std::system(cmd.c_str());
-  Run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  return r;
+// `tune validate <file>`, with the build's programs (synthetic_trial,
+// lora_train) on PATH, as a user who installed them has.
+Run Validate(const std::string& file) {
+  return tune::testing::RunTune("validate " + tune::testing::Quote(file), {.bin_on_path = true});
 }
 
-// A fresh directory under the temp dir, removed when the object goes (also
-// when a REQUIRE fails).
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tune-validate-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using tune::testing::TempDir;
 
 // lora_train is built only with libtorch (TUNE_WITH_TORCH).
 bool LoraTrainBuilt() { return fs::exists(fs::path(TUNE_BIN_DIR) / "lora_train"); }
 
 TEST_CASE("spec: tune validate accepts every example experiment", "[spec][cli]") {
-  const TempDir scratch;
-  const fs::path& tmp = scratch.path;
   int count = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(TUNE_SOURCE_DIR) / "experiments")) {
     if (entry.path().extension() != ".json") continue;
     ++count;
-    Run r = Validate(tmp, entry.path().string());
+    Run r = Validate(entry.path().string());
     INFO(entry.path().string() << "\nstdout: " << r.out << "\nstderr: " << r.err);
     std::string text = ReadAll(entry.path());
 #ifndef TUNE_HAVE_K8S
@@ -88,7 +61,6 @@ TEST_CASE("spec: tune validate accepts every example experiment", "[spec][cli]")
     CHECK(r.err.empty());
   }
   CHECK(count > 0);
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][cli]") {
@@ -101,7 +73,7 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
     default_json = tmp / "default.json";
     std::ofstream(default_json) << text;
   }
-  Run r = Validate(tmp, default_json.string());
+  Run r = Validate(default_json.string());
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("search      tpe (multivariate, parzen_rules optuna5), seed 7") != std::string::npos);
@@ -115,7 +87,7 @@ TEST_CASE("spec: tune validate shows the TPE mode and estimator rules", "[spec][
       "search": {"algorithm": "tpe", "multivariate": true, "parzen_rules": "optuna3",
                  "points_to_evaluate": [{"lr": 0.5}, {}]},
       "trial": {"command": ["true"]}})";
-  r = Validate(tmp, file.string());
+  r = Validate(file.string());
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("search      tpe (multivariate, parzen_rules optuna3)\n"
                    "              trial 0 tries lr=0.5\n"
@@ -131,7 +103,7 @@ TEST_CASE("spec: tune validate shows where ASHA checks trials, bracket by bracke
     std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "min"},
         "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
         "scheduler": )" << scheduler << R"(, "trial": {"command": ["true"]}})";
-    Run r = Validate(tmp, file.string());
+    Run r = Validate(file.string());
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     return r.out;
@@ -180,7 +152,7 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
   for (const Case& c : cases) {
     fs::path file = tmp / ("bad" + std::to_string(n++) + ".json");
     std::ofstream(file) << c.text;
-    Run r = Validate(tmp, file.string());
+    Run r = Validate(file.string());
     INFO(c.text << "\nstderr: " << r.err);
     CHECK(r.exit_code == 2);
     // One line that names the file and the JSON path (the CLI may prefix it).
@@ -198,7 +170,7 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
     char text[512];
     std::snprintf(text, sizeof text, no_program, program.c_str());
     std::ofstream(file) << text;
-    Run r = Validate(tmp, file.string());
+    Run r = Validate(file.string());
     INFO(program << "\nstderr: " << r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(file.string() + ": trial.command[0]: expected a program on PATH or the path of an "
@@ -208,11 +180,11 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
   fs::create_directories(tmp / "bin");
   std::ofstream(tmp / "bin" / "trial.sh") << "#!/bin/sh\necho m=1\n";
   fs::permissions(tmp / "bin" / "trial.sh", fs::perms::owner_all);
-  Run found = Validate(tmp, (tmp / "no_program.json").string());
+  Run found = Validate((tmp / "no_program.json").string());
   INFO("stderr: " << found.err);
   CHECK(found.exit_code == 0);
 
-  Run missing = Validate(tmp, (tmp / "nope.json").string());
+  Run missing = Validate((tmp / "nope.json").string());
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.find((tmp / "nope.json").string() + ": cannot read: No such file or directory\n") !=
         std::string::npos);
@@ -229,7 +201,7 @@ TEST_CASE("spec: tune validate names the GPUs and how many trials fit at once", 
         "limits": {"max_concurrent_trials": 4},
         "trial": {"command": ["true"], "workers": 1, "resources_per_worker": )" << resources << R"(},
         "backend": )" << backend << "}";
-    Run r = Validate(tmp, file.string());
+    Run r = Validate(file.string());
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     return r.out;

@@ -10,7 +10,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "storage/storage.h"
-#include "tests/storage/temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace tune {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/storage/temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "tuner/report.h"
 
 namespace tune {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "storage/storage.h"
-#include "tests/storage/temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace tune {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "storage/sqlite_schema.h"
 #include "storage/storage.h"
-#include "tests/storage/temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace tune {
 namespace {

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "tests/common/scoped_env.h"
-#include "tests/storage/temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "tracking/mlflow_client.h"
 #include "tracking/mlflow_sink.h"
 

@@ -15,7 +15,7 @@
 #include <set>
 
 #include "tests/common/scoped_env.h"
-#include "tests/storage/temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "tests/tracking/mlflow_fakes.h"
 #include "tracking/mlflow_client.h"
 #include "tracking/mlflow_keys.h"

@@ -49,7 +49,7 @@ int Sh(const std::string& cmd) {
 
 // Removes a test folder when the test ends, passed or failed.
 struct ScopedDir {
-  explicit ScopedDir(const std::string& tag) : dir(tag), path(dir.path()) {}
+  explicit ScopedDir(const std::string& tag) : dir(tag), path(dir.path.string()) {}
   testing::TempDir dir;  // removed with everything in it
   std::string path;
 };

@@ -148,10 +148,10 @@ TEST_CASE("LoRA config validation and adapter_config.json", "[trainer][lora]") {
 TEST_CASE("LatestCheckpoint skips checkpoint folders whose step does not fit", "[trainer][checkpointing]") {
   testing::TempDir dir("latest");
   for (const char* name : {"checkpoint-3", "checkpoint-12", "checkpoint-99999999999999999999", "checkpoint-x1"}) {
-    std::filesystem::create_directories(dir.path() + "/" + name);
-    std::ofstream(dir.path() + "/" + name + "/trainer_state.json") << "{\"global_step\": 1}";
+    std::filesystem::create_directories(dir.path.string() + "/" + name);
+    std::ofstream(dir.path.string() + "/" + name + "/trainer_state.json") << "{\"global_step\": 1}";
   }
-  CHECK(std::filesystem::path(LatestCheckpoint(dir.path())).filename() == "checkpoint-12");
+  CHECK(std::filesystem::path(LatestCheckpoint(dir.path.string())).filename() == "checkpoint-12");
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ void WriteRaw(const std::string& path, const std::string& header, const std::str
 
 TEST_CASE("safetensors round trip keeps dtype, shape, values and metadata", "[trainer][safetensors]") {
   const testing::TempDir tmp("st");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   torch::manual_seed(3);
   TensorMap in{{"a.weight", torch::randn({3, 4})},
                {"half", torch::randn({5}).to(torch::kFloat16)},
@@ -66,7 +66,7 @@ TEST_CASE("sharded model.safetensors.index.json loads every shard", "[trainer][s
   CHECK(w->count("model.embed_tokens.weight") == 1);
   // A missing shard is named.
   const testing::TempDir tmp("shard");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   std::filesystem::copy_file(testing::GoldenDir() + "/qwen2/model.safetensors.index.json",
                              dir + "/model.safetensors.index.json");
   auto bad = ReadModelWeights(dir);
@@ -76,7 +76,7 @@ TEST_CASE("sharded model.safetensors.index.json loads every shard", "[trainer][s
 
 TEST_CASE("safetensors errors name the file and the tensor", "[trainer][safetensors]") {
   const testing::TempDir tmp("sterr");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   SECTION("unsupported dtype") {
     WriteRaw(dir + "/f8.safetensors", R"({"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", "ab");
     auto r = ReadSafetensors(dir + "/f8.safetensors");

@@ -1,38 +1,16 @@
-// Helpers shared by the trainer tests.
+// Helpers shared by the trainer tests (scratch folders: tests/common/temp_dir.h).
 #pragma once
 
-#include <stdlib.h>
-
-#include <filesystem>
-#include <stdexcept>
+#include <algorithm>
 #include <string>
 
 #include <torch/torch.h>
 
+#include "tests/common/temp_dir.h"
+
 namespace tune::testing {
 
 inline std::string GoldenDir() { return std::string(TUNE_SOURCE_DIR) + "/tests/trainer/golden"; }
-
-// A fresh empty folder under the system temp dir, unique per object, removed
-// with everything in it when the object goes (also when a REQUIRE throws).
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / ("lora_train_test_" + tag + "_XXXXXX")).string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // max |a - b| <= rtol * max |b| (+ a tiny floor): "relative to the tensor".
 inline bool CloseRel(const torch::Tensor& a, const torch::Tensor& b, double rtol) {

@@ -96,7 +96,7 @@ void CheckSameAdapter(const std::string& a_dir, const std::string& b_dir, double
 
 TEST_CASE("lora_train fine-tunes: loss goes down, PEFT files written", "[trainer][run]") {
   const testing::TempDir tmp("run");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   const std::string data = WriteData(dir);
   const int rc = Sh(Bin() + CommonFlags(data) + " --output " + dir + "/out --max-steps 24 --eval-every 8" +
                     " --log-every 4 --lr 2e-2 --batch-size 4 --warmup-steps 2 > " + dir + "/stdout 2> " + dir +
@@ -129,7 +129,7 @@ TEST_CASE("lora_train fine-tunes: loss goes down, PEFT files written", "[trainer
 
 TEST_CASE("init takes a tokenizer file of any name and writes a base that --base loads", "[trainer][run][init]") {
   const testing::TempDir tmp("init");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   const std::string golden = testing::GoldenDir() + "/llama";
   std::filesystem::create_directories(dir + "/src");
   std::filesystem::copy_file(golden + "/tokenizer.json", dir + "/src/my-bpe.v2.json");
@@ -166,7 +166,7 @@ TEST_CASE("init takes a tokenizer file of any name and writes a base that --base
 
 TEST_CASE("checkpoint + resume equals an uninterrupted run", "[trainer][run]") {
   const testing::TempDir tmp("resume");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   const std::string data = WriteData(dir);
   const std::string flags = CommonFlags(data) + " --max-steps 6 --save-every 3 --eval-every 0 --lr 1e-2" +
                             " --batch-size 2 --grad-accum 2 --lora-dropout 0.2 --warmup-steps 2";
@@ -186,7 +186,7 @@ TEST_CASE("checkpoint + resume equals an uninterrupted run", "[trainer][run]") {
 
 TEST_CASE("2 ranks with batch b equal 1 rank with batch 2b", "[trainer][run][distributed]") {
   const testing::TempDir tmp("ddp");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   const std::string data = WriteData(dir);
   const std::string flags = CommonFlags(data) + " --max-steps 4 --eval-every 2 --lr 1e-2 --lora-dropout 0" +
                             " --dist-timeout 60";
@@ -218,7 +218,7 @@ TEST_CASE("2 ranks with dropout: checkpoint + resume equals an uninterrupted run
   // Every rank draws its own dropout masks; the checkpoint keeps every
   // rank's RNG state, so each rank resumes its own stream.
   const testing::TempDir tmp("ddp_resume");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   const std::string data = WriteData(dir);
   const std::string flags = CommonFlags(data) + " --max-steps 4 --save-every 2 --eval-every 0 --lr 1e-2" +
                             " --batch-size 2 --lora-dropout 0.3 --dist-timeout 60";
@@ -240,7 +240,7 @@ TEST_CASE("2 ranks with dropout: checkpoint + resume equals an uninterrupted run
 
 TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][distributed]") {
   const testing::TempDir tmp("dead");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   const std::string data = WriteData(dir);
   const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
   // Rank 1 is killed after a moment; rank 0 must notice and fail, not hang.
@@ -257,7 +257,7 @@ TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][dist
 TEST_CASE("a config.json key that could change the math is refused: exit 2, the key and the file named, no output",
           "[trainer][run][config]") {
   const testing::TempDir tmp("badkey");
-  const std::string& dir = tmp.path();
+  const std::string dir = tmp.path.string();
   struct Cleanup {
     std::string dir;
     ~Cleanup() { std::filesystem::remove_all(dir); }

@@ -6,12 +6,12 @@
 
 #include <string>
 
-#include "tests/e2e/e2e_util.h"
+#include "tests/common/temp_dir.h"
 
 namespace tune::text {
 
 inline const std::string& Scratch() {
-  static const tune::e2e::TempDir dir;
+  static const tune::testing::TempDir dir("trainer_text");
   static const std::string path = dir.path.string();
   return path;
 }

@@ -22,6 +22,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/common/temp_dir.h"
+
 namespace tune {
 namespace {
 
@@ -30,26 +32,7 @@ namespace fs = std::filesystem;
 
 const std::string kSynthetic = std::string(TUNE_BIN_DIR) + "/synthetic_trial";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tune_local_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const {
-    fs::create_directories(path_ + "/" + name);
-    return path_ + "/" + name;
-  }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -275,7 +258,7 @@ TEST_CASE("workers get the torchrun environment", "[local_backend]") {
   LaunchSpec cpu = Spec(2, tmp.Sub("u"), {"/usr/bin/env"});
   REQUIRE(b.Launch(cpu).ok());
   CHECK(WaitDone(b, 2).status.state == RunState::kSucceeded);
-  CHECK(EnvValue(ReadFile(tmp.path() + "/u/rank_0.log"), "CUDA_VISIBLE_DEVICES").empty());
+  CHECK(EnvValue(ReadFile(tmp.path.string() + "/u/rank_0.log"), "CUDA_VISIBLE_DEVICES").empty());
 }
 
 TEST_CASE("concurrent trials get distinct ports that stay reserved", "[local_backend]") {
@@ -288,7 +271,7 @@ TEST_CASE("concurrent trials get distinct ports that stay reserved", "[local_bac
   }
   std::set<std::string> ports;
   for (int i = 0; i < kTrials; ++i) {
-    ports.insert(WaitForFile(tmp.path() + "/t" + std::to_string(i) + "/port"));
+    ports.insert(WaitForFile(tmp.path.string() + "/t" + std::to_string(i) + "/port"));
   }
   CHECK(ports.size() == static_cast<size_t>(kTrials));
   for (int i = 0; i < kTrials; ++i) REQUIRE(b.Kill(i, 1000ms).ok());
@@ -332,8 +315,8 @@ TEST_CASE("a rank killed by a signal is named with the signal", "[local_backend]
               .ok());
   o = WaitDone(b, 2);
   CHECK(o.status.message == "rank 0 exited with code 7: \"synthetic_trial: failing at step 3 as asked\" (last line of " +
-                               tmp.path() + "/u/rank_0.log)");
-  CHECK(ReadFile(tmp.path() + "/u/rank_0.log").find("failing at step 3") != std::string::npos);
+                               tmp.path.string() + "/u/rank_0.log)");
+  CHECK(ReadFile(tmp.path.string() + "/u/rank_0.log").find("failing at step 3") != std::string::npos);
 }
 
 TEST_CASE("timeout_s kills the attempt", "[local_backend]") {
@@ -585,7 +568,7 @@ TEST_CASE("resource pool limits: CanLaunch, busy and impossible requests", "[loc
   CHECK(b.CanLaunch(half));
   ignores_term.cpu_per_worker = 2;
   REQUIRE(b.Launch(ignores_term).ok());
-  WaitForFile(tmp.path() + "/s/pid");
+  WaitForFile(tmp.path.string() + "/s/pid");
   CHECK_FALSE(b.CanLaunch(other));
   REQUIRE(b.Kill(7, 1500ms).ok());
   std::this_thread::sleep_for(500ms);
@@ -687,7 +670,7 @@ TEST_CASE("argv[0] resolution, bad commands and appended retry logs", "[local_ba
   CHECK(b.Launch(Spec(4, tmp.Sub("n"), {"./missing.sh"})).IsNotFound());
   CHECK(b.Launch(Spec(5, tmp.Sub("e"), {})).IsInvalidArgument());
   LaunchSpec nowhere = Spec(7, tmp.Sub("w"), {"/bin/true"});
-  nowhere.working_dir = tmp.path() + "/no/such/dir";
+  nowhere.working_dir = tmp.path.string() + "/no/such/dir";
   CHECK(b.Launch(nowhere).IsNotFound());
   CHECK(b.Poll(3).status().IsNotFound());
   // A failed Launch holds nothing.

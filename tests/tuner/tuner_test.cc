@@ -1,8 +1,6 @@
 // The Tuner's control loop against a scripted backend and a real SQLite file.
 #include "tuner/tuner.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -11,6 +9,7 @@
 
 #include "schedulers/fifo_scheduler.h"
 #include "search/random_sampler.h"
+#include "tests/common/temp_dir.h"
 #include "tests/tuner/fake_backend.h"
 #include "tracking/tracking_sink.h"
 
@@ -21,18 +20,7 @@ using testing::Curve;
 using testing::FakeBackend;
 using testing::Script;
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tune_tuner_test_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using testing::TempDir;
 
 ExperimentSpec MakeSpec(int max_trials, int concurrent) {
   ExperimentSpec spec;
