@@ -1,11 +1,9 @@
-// LastLine: what a failed trial's message quotes from its log; OneLine
-// (core), which makes it fit one line.
+// LastLine: what a failed trial's message quotes from its log (OneLine,
+// which makes it fit one line, is tested in tests/core/one_line_test.cc).
 #include "trial_runner/last_line.h"
 
 #include <catch2/catch.hpp>
 #include <string>
-
-#include "core/one_line.h"
 
 namespace tune {
 namespace {
@@ -31,15 +29,6 @@ TEST_CASE("LastLine keeps one printable line of at most 200 bytes", "[last_line]
   CHECK(got.substr(197) == "...");
   CHECK(got.substr(0, 197) == long_line.substr(0, 197));
   CHECK(LastLine("progress\r50%\x1b[0m done\n") == "progress 50% [0m done");
-}
-
-TEST_CASE("OneLine blanks control characters and never cuts inside a UTF-8 sequence", "[last_line]") {
-  CHECK(OneLine("exit status 1,\nby signal 9", 100) == "exit status 1, by signal 9");
-  CHECK(OneLine("abcdef", 6) == "abcdef");
-  CHECK(OneLine("abcdefg", 6) == "abc...");
-  // "é" is two bytes (C3 A9): a cut at byte 4 would split the second one.
-  CHECK(OneLine("ab\xC3\xA9\xC3\xA9xyz", 7) == "ab\xC3\xA9...");
-  CHECK(OneLine("a\xC3\xA9\xC3\xA9xyz", 7) == "a\xC3\xA9...");
 }
 
 }  // namespace
