@@ -1,5 +1,6 @@
 #include "search/gp_acquisition.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -74,12 +75,17 @@ double StandardLogEIDeriv(double z) {
 }
 
 Eigen::VectorXd LogEI::Evaluate(const GpMatrix& x) const {
-  Eigen::VectorXd mean, var;
-  gpr_.Posterior(x, &mean, &var);
-  Eigen::VectorXd out(mean.size());
-  for (Eigen::Index i = 0; i < mean.size(); ++i) {
-    double sigma = std::sqrt(var[i] + kStabilizingNoise);
-    out[i] = StandardLogEI((mean[i] - threshold_) / sigma) + std::log(sigma);
+  // Blocks of rows keep the temporaries (block x training points) small
+  // enough to be reused by the allocator rather than mapped afresh.
+  constexpr Eigen::Index kBlock = 128;
+  Eigen::VectorXd out(x.rows()), mean, var;
+  for (Eigen::Index b = 0; b < x.rows(); b += kBlock) {
+    const Eigen::Index rows = std::min(kBlock, x.rows() - b);
+    gpr_.Posterior(x.middleRows(b, rows), &mean, &var);
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      double sigma = std::sqrt(var[i] + kStabilizingNoise);
+      out[b + i] = StandardLogEI((mean[i] - threshold_) / sigma) + std::log(sigma);
+    }
   }
   return out;
 }
