@@ -87,6 +87,33 @@ int64_t CountParams(const std::vector<torch::Tensor>& ps) {
   return n;
 }
 
+// Base parameters, a quantized projection's weight counted as in*out.
+int64_t CountBaseParams(CausalLm& model) {
+  int64_t n = CountParams(model->parameters());
+  for (const auto& m : model->modules()) {
+    auto proj = std::dynamic_pointer_cast<ProjectionImpl>(m);
+    if (proj && proj->quantized()) n += proj->in_features() * proj->out_features();
+  }
+  return n;
+}
+
+// ", nf4 (double quant) decoder projections: X MiB instead of Y MiB in fp32"
+std::string DescribeQuantization(CausalLm& model, const BaseQuantization& q) {
+  if (!q.on) return "";
+  int64_t held = 0, full = 0;
+  for (const auto& m : model->modules()) {
+    auto proj = std::dynamic_pointer_cast<ProjectionImpl>(m);
+    if (!proj || !proj->quantized()) continue;
+    held += proj->quantized_bytes();
+    full += proj->in_features() * proj->out_features() * 4;
+  }
+  std::ostringstream s;
+  s.precision(4);
+  s << "; decoder projections in " << QuantTypeName(q.type) << (q.double_quant ? " with double quantization" : "")
+    << ": " << held / 1048576.0 << " MiB instead of " << full / 1048576.0 << " MiB in fp32";
+  return s.str();
+}
+
 void LogStart(const Distributed& dist, const std::string& what) {
   if (!dist.is_main()) return;
   std::cerr << "lora_train: " << what << "\n"
@@ -123,6 +150,7 @@ int RunFinetune(const FinetuneOptions& o) {
     lora.target_modules = SplitModuleList(o.target_modules);
     lora.use_rslora = o.use_rslora;
     TUNE_RETURN_IF_ERROR(lora.Validate());
+    TUNE_ASSIGN_OR_RETURN(BaseQuantization quant, ParseBaseQuantization(o.quantize, o.double_quant));
     const int threads = ConfigureThreads(o.loop.threads);
     (void)threads;
     TUNE_ASSIGN_OR_RETURN(Placement place, ResolvePlacement(o.loop.device, o.loop.dtype, o.loop.backend,
@@ -152,9 +180,9 @@ int RunFinetune(const FinetuneOptions& o) {
     }
 
     torch::manual_seed(o.loop.seed);  // identical adapter init on every rank
-    TUNE_ASSIGN_OR_RETURN(CausalLm model, LoadPretrained(o.base));
+    TUNE_ASSIGN_OR_RETURN(CausalLm model, LoadPretrained(o.base, quant, place.dtype));
     TUNE_RETURN_IF_ERROR(CheckVocab(model->config(), tok, o.base));
-    const int64_t total = CountParams(model->parameters());
+    const int64_t total = CountBaseParams(model);
     TUNE_RETURN_IF_ERROR(model->ApplyLora(lora));  // on the CPU: the same adapter init on every device
     PlaceModel(model, place);
     model->set_gradient_checkpointing(o.loop.gradient_checkpointing);
@@ -166,7 +194,7 @@ int RunFinetune(const FinetuneOptions& o) {
                         std::to_string(total) + " base parameters, frozen) with LoRA rank " + std::to_string(lora.r) +
                         " on " + o.target_modules + ": " + std::to_string(CountParams(params)) +
                         " trainable parameters; " + std::to_string(train.size()) + " training and " +
-                        std::to_string(eval.size()) + " eval examples");
+                        std::to_string(eval.size()) + " eval examples" + DescribeQuantization(model, quant));
 
     const std::string adapter_config = AdapterConfigJson(lora, fs::absolute(o.base).lexically_normal().string());
     TrainHooks hooks;
@@ -261,8 +289,9 @@ int RunInit(const InitOptions& o) {
 int RunLogits(const LogitsOptions& o) {
   return Guarded([&]() -> Status {
     ConfigureThreads(1);
+    TUNE_ASSIGN_OR_RETURN(BaseQuantization quant, ParseBaseQuantization(o.quantize, o.double_quant));
     TUNE_ASSIGN_OR_RETURN(text::Tokenizer tok, text::Tokenizer::Load(o.base + "/tokenizer.json"));
-    TUNE_ASSIGN_OR_RETURN(CausalLm model, LoadPretrained(o.base));
+    TUNE_ASSIGN_OR_RETURN(CausalLm model, LoadPretrained(o.base, quant));
     model->eval();
     torch::NoGradGuard no_grad;
     std::vector<int32_t> ids32 = tok.Encode(o.text, false);

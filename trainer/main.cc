@@ -70,6 +70,8 @@ int main(int argc, char** argv) {
   app.add_option("--lora-dropout", ft.lora_dropout, "dropout on the LoRA input");
   app.add_option("--target-modules", ft.target_modules, "comma list, e.g. q_proj,k_proj,v_proj,o_proj");
   app.add_flag("--use-rslora", ft.use_rslora, "scale by alpha/sqrt(r) instead of alpha/r");
+  app.add_option("--quantize", ft.quantize, "hold the frozen base's decoder projections in 4 bits: nf4 | fp4 (QLoRA)");
+  app.add_flag("--double-quant", ft.double_quant, "with --quantize: also quantize the block scales (8-bit)");
   AddLoopFlags(&app, &ft.loop);
 
   tune::InitOptions init;
@@ -102,6 +104,8 @@ int main(int argc, char** argv) {
   lg_cmd->add_option("--adapter", lg.adapter, "adapter folder");
   lg_cmd->add_option("--text", lg.text, "input text")->required();
   lg_cmd->add_option("--out", lg.out, "output .safetensors")->required();
+  lg_cmd->add_option("--quantize", lg.quantize, "nf4 | fp4: the base's decoder projections in 4 bits");
+  lg_cmd->add_flag("--double-quant", lg.double_quant, "with --quantize: also quantize the block scales");
 
   try {
     app.parse(argc, argv);

@@ -27,13 +27,20 @@ constexpr char kPeftPrefix[] = "base_model.model.";
 }  // namespace
 
 // ---------------------------------------------------------------------------
-ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, bool has_bias) {
+ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, bool has_bias)
+    : in_features_(in_features), out_features_(out_features) {
   weight = register_parameter("weight", torch::empty({out_features, in_features}));
   if (has_bias) bias = register_parameter("bias", torch::zeros({out_features}));
 }
 
+void ProjectionImpl::Quantize(const BaseQuantization& q, torch::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  weight_4bit_ = register_module("weight_4bit", Frozen4bitWeight(weight.to(dtype), q.type, q.double_quant));
+  weight.set_data(torch::empty({0}, weight.options()));  // the full-precision copy goes
+}
+
 torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
-  torch::Tensor y = torch::nn::functional::linear(x, weight, bias);
+  torch::Tensor y = weight_4bit_ ? weight_4bit_->Linear(x, bias) : torch::nn::functional::linear(x, weight, bias);
   if (!lora_a_) return y;
   // As PEFT over a bf16 base: the adapter computes in its own fp32 and the
   // sum returns to the base's dtype.
@@ -45,7 +52,7 @@ torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
 }
 
 void ProjectionImpl::AddLora(int64_t r, double scaling, double dropout) {
-  const int64_t out = weight.size(0), in = weight.size(1);
+  const int64_t out = out_features_, in = in_features_;
   lora_a_ = register_module("lora_A", torch::nn::Linear(torch::nn::LinearOptions(in, r).bias(false)));
   lora_b_ = register_module("lora_B", torch::nn::Linear(torch::nn::LinearOptions(r, out).bias(false)));
   torch::NoGradGuard no_grad;
@@ -276,6 +283,19 @@ TensorMap CausalLmImpl::BaseState() {
   return out;
 }
 
+int64_t CausalLmImpl::QuantizeBase(const BaseQuantization& q, torch::ScalarType dtype, int64_t* full_bytes) {
+  int64_t bytes = 0, full = 0;
+  for (auto& item : named_modules()) {
+    auto proj = std::dynamic_pointer_cast<ProjectionImpl>(item.value());
+    if (!proj || proj->quantized() || item.key().rfind("model.layers.", 0) != 0) continue;
+    full += proj->in_features() * proj->out_features() * 4;
+    proj->Quantize(q, dtype);
+    bytes += proj->quantized_bytes();
+  }
+  if (full_bytes) *full_bytes = full;
+  return bytes;
+}
+
 Status CausalLmImpl::ApplyLora(const LoraConfig& lora) {
   TUNE_RETURN_IF_ERROR(lora.Validate());
   for (auto& p : parameters()) p.requires_grad_(false);
@@ -324,12 +344,20 @@ Status CausalLmImpl::LoadAdapter(const TensorMap& adapter) {
   return Status::Ok();
 }
 
-Result<CausalLm> LoadPretrained(const std::string& dir) {
+Result<CausalLm> LoadPretrained(const std::string& dir, const BaseQuantization& quant, torch::ScalarType dtype) {
   TUNE_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir + "/config.json"));
   TUNE_ASSIGN_OR_RETURN(TensorMap weights, ReadModelWeights(dir));
+  for (const auto& [name, t] : weights) {
+    if (name.find(".quant_state.") != std::string::npos || name.find(".quant_map") != std::string::npos) {
+      return Status::InvalidArgument(dir + ": '" + name + "' shows a checkpoint saved in 4-bit by bitsandbytes, "
+                                     "which lora_train does not load: give it the float checkpoint and --quantize");
+    }
+  }
   CausalLm lm(config);
   Status st = lm->LoadBase(weights);
   if (!st.ok()) return Status(st.code(), dir + ": " + st.message());
+  weights.clear();
+  if (quant.on) lm->QuantizeBase(quant, dtype);
   return lm;
 }
 

@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "trainer/lora_config.h"
 #include "trainer/model_config.h"
+#include "trainer/quant_linear.h"
 #include "trainer/rope.h"
 #include "trainer/safetensors.h"
 
@@ -35,11 +36,20 @@ class ProjectionImpl : public torch::nn::Module {
   // Adds lora_A / lora_B (A Kaiming-uniform with a = sqrt(5), B zeros).
   void AddLora(int64_t r, double scaling, double dropout);
   bool has_lora() const { return static_cast<bool>(lora_a_); }
+  // Replaces the weight by its 4-bit form (trainer/quant_linear.h), made
+  // from the weight in `dtype`; `weight` becomes an empty tensor.
+  void Quantize(const BaseQuantization& q, torch::ScalarType dtype);
+  bool quantized() const { return static_cast<bool>(weight_4bit_); }
+  int64_t quantized_bytes() const { return weight_4bit_ ? weight_4bit_->bytes() : 0; }
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
 
   torch::Tensor weight;
   torch::Tensor bias;  // undefined when there is none
 
  private:
+  int64_t in_features_, out_features_;
+  Frozen4bitWeight weight_4bit_{nullptr};
   torch::nn::Linear lora_a_{nullptr};
   torch::nn::Linear lora_b_{nullptr};
   double scaling_ = 0.0;
@@ -136,6 +146,14 @@ class CausalLmImpl : public torch::nn::Module {
   // when tied), as float32 CPU tensors.
   TensorMap BaseState();
 
+  // Quantizes every decoder projection (q/k/v/o, gate/up/down; not the
+  // embeddings, not lm_head) to 4 bits, as transformers does with a
+  // BitsAndBytesConfig (docs/trainer-models.md, "QLoRA"); the weights are
+  // first cast to `dtype` (transformers' torch_dtype). Returns the bytes
+  // the quantized weights hold and, in `full_bytes`, what they held in
+  // float32.
+  int64_t QuantizeBase(const BaseQuantization& q, torch::ScalarType dtype, int64_t* full_bytes = nullptr);
+
   // Freezes every base parameter and wraps every target projection with a
   // LoRA adapter. Non-OK when the config is invalid.
   Status ApplyLora(const LoraConfig& lora);
@@ -165,7 +183,11 @@ class CausalLmImpl : public torch::nn::Module {
 };
 TORCH_MODULE(CausalLm);
 
-// Reads a Hugging Face model folder (config.json + safetensors weights).
-Result<CausalLm> LoadPretrained(const std::string& dir);
+// Reads a Hugging Face model folder (config.json + safetensors weights);
+// with `quant` on, quantizes the decoder projections (QuantizeBase) from the
+// weights cast to `dtype`. A checkpoint saved in 4-bit (uint8 weights with
+// quant_state tensors) is refused.
+Result<CausalLm> LoadPretrained(const std::string& dir, const BaseQuantization& quant = {},
+                                torch::ScalarType dtype = torch::kFloat32);
 
 }  // namespace tune

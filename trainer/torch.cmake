@@ -46,6 +46,8 @@ add_library(lora_core STATIC
   runtime_info.cc
   safetensors.cc
   model.cc
+  quant_4bit.cc
+  quant_linear.cc
   checkpoint.cc
   checkpointing.cc
   rng_state.cc

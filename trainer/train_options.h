@@ -50,6 +50,8 @@ struct FinetuneOptions {
   double lora_dropout = 0.05;
   std::string target_modules = "q_proj,v_proj";
   bool use_rslora = false;
+  std::string quantize;       // "" | none | nf4 | fp4: the frozen base in 4 bits (QLoRA)
+  bool double_quant = false;  // also quantize the 4-bit block scales
   LoopOptions loop;
 };
 
@@ -75,6 +77,8 @@ struct LogitsOptions {
   std::string adapter;  // a folder with adapter_config.json; empty: none
   std::string text;
   std::string out;
+  std::string quantize;  // as FinetuneOptions
+  bool double_quant = false;
 };
 
 int RunFinetune(const FinetuneOptions& options);
