@@ -58,6 +58,18 @@ ResumeListing ReadResumeListing(const Workload& w, const json& list, const std::
   return out;
 }
 
+// kubectl references of the listed workloads and Services not in `kept`.
+std::vector<std::string> NotKept(const Workload& w, const ResumeListing& listing, const std::set<std::string>& kept) {
+  std::vector<std::string> refs;
+  for (const auto& n : listing.job_names) {
+    if (!kept.count(n)) refs.push_back(w.Ref(n));
+  }
+  for (const auto& n : listing.service_names) {
+    if (!kept.count(n)) refs.push_back("service/" + n);
+  }
+  return refs;
+}
+
 }  // namespace
 
 KubernetesBackend::KubernetesBackend(KubernetesOptions opts, std::string experiment)
@@ -504,7 +516,7 @@ Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId
     // A malformed item (no metadata) ends the resume with one sentence.
     return Status::Internal("kubectl get " + WorkloadResources() + ": unexpected output (" + e.what() + ")");
   }
-  const auto& [best, job_names, service_names] = listing;
+  const auto& best = listing.best;
   std::set<TrialId> adopted;
   std::set<std::string> kept;
   for (const auto& [id, an] : best) {
@@ -529,13 +541,7 @@ Result<std::set<TrialId>> KubernetesBackend::AdoptOrClean(const std::map<TrialId
     adopted.insert(id);
     kept.insert(name);
   }
-  std::vector<std::string> doomed;
-  for (const auto& n : job_names) {
-    if (!kept.count(n)) doomed.push_back(workload_->Ref(n));
-  }
-  for (const auto& n : service_names) {
-    if (!kept.count(n)) doomed.push_back("service/" + n);
-  }
+  const std::vector<std::string> doomed = NotKept(*workload_, listing, kept);
   if (!doomed.empty()) {
     std::vector<std::string> args = {"delete"};
     args.insert(args.end(), doomed.begin(), doomed.end());
