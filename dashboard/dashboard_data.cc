@@ -40,16 +40,6 @@ Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 Json Opt(const std::optional<double>& v) { return v ? Num(*v) : Json(nullptr); }
 Json Opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
 
-Json ParamJson(const ParamValue& v) {
-  return std::visit([](const auto& x) { return Json(x); }, v);
-}
-
-Json ParamsJson(const ParamMap& params) {
-  Json out = Json::object();
-  for (const auto& [name, value] : params) out[name] = ParamJson(value);
-  return out;
-}
-
 // The stored spec, parsed; nullopt when it does not parse here (written by
 // another version): the objective then falls back to the defaults.
 std::optional<ExperimentSpec> SpecOf(const ExperimentRecord& e) {
@@ -106,7 +96,7 @@ Json TrialRow(const TrialRecord& r) {
   j["state"] = TrialStateName(r.trial.state);
   j["value"] = Opt(r.trial.value);
   j["params"] = ParamsJson(r.trial.params);
-  j["attempts"] = r.started_at ? r.trial.attempt + 1 : 0;
+  j["attempts"] = AttemptsOf(r);
   j["last_step"] = Opt(r.last_step);
   j["pruned_rung"] = Opt(r.pruned_rung);
   j["started_at"] = Opt(r.started_at);

@@ -1,6 +1,7 @@
 #include "dashboard/results_query.h"
 
 #include <cmath>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,18 @@ const TrialRecord* BestTrial(const std::vector<TrialRecord>& records, Mode mode)
     if (best == nullptr || (mode == Mode::kMin ? v < *best->trial.value : v > *best->trial.value)) best = &r;
   }
   return best;
+}
+
+int AttemptsOf(const TrialRecord& r) { return r.started_at ? r.trial.attempt + 1 : 0; }
+
+nlohmann::ordered_json ParamJson(const ParamValue& value) {
+  return std::visit([](const auto& x) { return nlohmann::ordered_json(x); }, value);
+}
+
+nlohmann::ordered_json ParamsJson(const ParamMap& params) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : params) out[name] = ParamJson(value);
+  return out;
 }
 
 Result<PedAnovaResult> ImportancesOf(const ExperimentSpec& spec, const std::vector<TrialRecord>& records) {

@@ -25,6 +25,17 @@ namespace tune {
 // by number), as Storage::TallyTrials picks it; nullptr if none.
 const TrialRecord* BestTrial(const std::vector<TrialRecord>& records, Mode mode);
 
+// How many attempts trial `r` has started: attempt + 1 once it started,
+// else 0 (the "attempts" of `tune trials` and of the dashboard's rows).
+int AttemptsOf(const TrialRecord& r);
+
+// A trial's parameters as a JSON object, each value with its own type (an
+// integer without a point, a float with one, a string, a boolean), so that
+// it can be fed back as a fixed configuration (`tune best --format json`,
+// `tune trials --format json`, the dashboard's rows).
+nlohmann::ordered_json ParamsJson(const ParamMap& params);
+nlohmann::ordered_json ParamJson(const ParamValue& value);
+
 // PED-ANOVA importances (search/ped_anova.h) of the completed trials of
 // `records` over the parameters of `spec`, in the objective's direction.
 // PedAnovaImportances' errors as they come (FailedPrecondition with fewer

@@ -49,14 +49,6 @@ double Now() {
 
 bool HasValue(const Trial& t) { return t.value.has_value() && !std::isnan(*t.value); }
 
-Json ParamsJson(const ParamMap& params) {
-  Json out = Json::object();
-  for (const auto& [name, value] : params) {
-    std::visit([&, n = name](const auto& v) { out[n] = v; }, value);
-  }
-  return out;
-}
-
 Json OptJson(const std::optional<double>& v) {
   if (!v || !std::isfinite(*v)) return nullptr;
   return *v;
@@ -81,8 +73,6 @@ std::string Short(const ParamValue& v) {
   if (auto* d = std::get_if<double>(&v)) return Short(std::optional<double>(*d));
   return ParamToString(v);
 }
-
-int Attempts(const TrialRecord& r) { return r.started_at ? r.trial.attempt + 1 : 0; }
 
 std::optional<double> Duration(const TrialRecord& r, double now) {
   if (!r.started_at) return std::nullopt;
@@ -268,7 +258,7 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
       j["value"] = OptJson(r.trial.value);
       j["last_step"] = OptJson(r.last_step);
       j["pruned_rung"] = OptJson(r.pruned_rung);
-      j["attempts"] = Attempts(r);
+      j["attempts"] = AttemptsOf(r);
       j["duration_s"] = OptJson(Duration(r, now));
       j["started_at"] = OptJson(r.started_at);
       j["ended_at"] = OptJson(r.ended_at);
@@ -291,7 +281,7 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
                                     Exact(r.trial.value),
                                     Exact(r.last_step),
                                     Exact(r.pruned_rung),
-                                    std::to_string(Attempts(r)),
+                                    std::to_string(AttemptsOf(r)),
                                     Exact(Duration(r, now)),
                                     Exact(r.started_at),
                                     Exact(r.ended_at),
@@ -322,7 +312,7 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
                                       Short(r.trial.value),
                                       r.last_step ? std::to_string(*r.last_step) : "-",
                                       r.pruned_rung ? std::to_string(*r.pruned_rung) : "-",
-                                      std::to_string(Attempts(r)),
+                                      std::to_string(AttemptsOf(r)),
                                       d ? FormatDuration(*d) : "-"};
       for (const std::string& n : names) {
         auto it = r.trial.params.find(n);
