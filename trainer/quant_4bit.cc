@@ -18,9 +18,10 @@ constexpr std::array<float, 16> kNf4 = {
     1.0f};
 
 // get_4bit_type("fp4"): 1 sign, 2 exponent, 1 mantissa bit, in bit-pattern
-// order, divided by the largest magnitude (12) in float32.
+// order, divided by the largest magnitude (12) in float32. Its list writes
+// code 8 as the Python integer -0, which is 0: both zeros are +0.0.
 std::array<float, 16> MakeFp4() {
-  const float raw[16] = {0, 0.0625f, 8, 12, 4, 6, 2, 3, -0.0f, -0.0625f, -8, -12, -4, -6, -2, -3};
+  const float raw[16] = {0, 0.0625f, 8, 12, 4, 6, 2, 3, 0, -0.0625f, -8, -12, -4, -6, -2, -3};
   std::array<float, 16> out{};
   for (int i = 0; i < 16; ++i) out[i] = raw[i] / 12.0f;
   return out;
@@ -32,8 +33,8 @@ std::array<float, 16> MakeFp4() {
 
 // The 16 codes sorted by value and the 15 midpoints between neighbours:
 // backends/default/ops.py, _get_4bit_quantize_bounds() (argsort, then
-// (sorted[i] + sorted[i + 1]) / 2 in float32). argsort keeps FP4's +0 (code
-// 0) before its -0 (code 8).
+// (sorted[i] + sorted[i + 1]) / 2 in float32). argsort keeps FP4's two
+// zeros in code order (0, then 8), as a stable sort does.
 struct Bounds4bit {
   std::array<uint8_t, 16> order{};
   std::array<float, 15> mid{};

@@ -20,6 +20,19 @@ Writes quant/quant_golden.safetensors:
   <case>/<variant>/dequant_f32  for a 16-bit weight, the same state dequantized to
                               float32 (state.dtype set to float32: code * scale unrounded)
 with <variant> in nf4, fp4, nf4_dq, fp4_dq. Everything runs on the CPU.
+
+and, for a tiny Llama (untied head) and a tiny Qwen2 (q/k/v biases, tied
+embeddings), both with GQA and projections of a trained model's scale with
+outliers, quant_<arch>/: the float32 model (save_pretrained), adapter_init/ (a
+PEFT adapter, r=4 on every projection, random A and B) and golden.safetensors:
+  input_ids [2, 12], labels (-100 on the first 4)
+  logits/<variant>      transformers + BitsAndBytesConfig(load_in_4bit, quant_type,
+                        use_double_quant, compute_dtype=float32) on the CPU
+  lora_loss/<variant>, grad/<variant>/<peft key>: PEFT on that 4-bit model, one
+                        forward + backward with adapter_init (dropout 0)
+Linear4bit's CPU inference path (a repacked weight and another kernel, taken
+with avx512_bf16 in eval mode without grad) is switched off, so the forward is
+bitsandbytes' matmul_4bit: dequantize_4bit, then F.linear, as in training.
 """
 import os
 
@@ -85,5 +98,83 @@ def main():
     print(f"wrote {path}: {len(out)} tensors (bitsandbytes {bnb.__version__}, torch {torch.__version__})")
 
 
+def trained_like_model(model, gen):
+    """Norms 1 + noise, embeddings std 0.05, projections trained_like (scaled to std 0.05)."""
+    with torch.no_grad():
+        for i, (name, p) in enumerate(model.named_parameters()):
+            if "norm" in name:
+                p.copy_(1.0 + torch.randn(p.shape, generator=gen) * 0.05)
+            elif name.endswith("_proj.weight"):
+                p.copy_(trained_like(tuple(p.shape), 2000 + i, torch.float32) * 2.5)
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
+
+
+def make_model(arch, seed):
+    import shutil
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig, LlamaConfig, Qwen2Config
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+    from peft.utils import get_peft_model_state_dict
+    out = os.path.join(HERE, "quant_" + arch)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    common = dict(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                  bos_token_id=None, eos_token_id=256, rms_norm_eps=1e-6)
+    if arch == "llama":
+        config = LlamaConfig(tie_word_embeddings=False, **common)
+    else:
+        config = Qwen2Config(tie_word_embeddings=True, use_sliding_window=False, **common)
+    gen = torch.Generator().manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    trained_like_model(model, gen)
+    model.save_pretrained(out, safe_serialization=True)
+    if os.path.exists(os.path.join(out, "generation_config.json")):
+        os.remove(os.path.join(out, "generation_config.json"))
+    ids = torch.randint(0, 300, (2, 12), generator=gen)
+    labels = ids.clone()
+    labels[:, :4] = -100
+    tensors = {"input_ids": ids, "labels": labels}
+    with torch.no_grad():
+        tensors["logits/float"] = model(ids).logits.contiguous()
+    adapter = None
+    for variant, (qtype, dq) in VARIANTS.items():
+        bnb_config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=qtype, bnb_4bit_use_double_quant=dq,
+                                        bnb_4bit_compute_dtype=torch.float32)
+        q = AutoModelForCausalLM.from_pretrained(out, quantization_config=bnb_config, dtype=torch.float32,
+                                                 device_map="cpu", attn_implementation="eager")
+        for m in q.modules():
+            if isinstance(m, bnb.nn.Linear4bit):
+                m.support_avx512bf16_for_cpu = False
+        q.eval()
+        with torch.no_grad():
+            tensors[f"logits/{variant}"] = q(ids).logits.contiguous()
+        lcfg = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=TARGETS, task_type="CAUSAL_LM")
+        peft_model = get_peft_model(q, lcfg)
+        if adapter is None:
+            with torch.no_grad():
+                for name, p in peft_model.named_parameters():
+                    if "lora_" in name:
+                        p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+            peft_model.save_pretrained(os.path.join(out, "adapter_init"))
+            os.remove(os.path.join(out, "adapter_init", "README.md"))
+            adapter = get_peft_model_state_dict(peft_model)
+        else:
+            set_peft_model_state_dict(peft_model, adapter)
+        peft_model.train()
+        res = peft_model(input_ids=ids, labels=labels)
+        res.loss.backward()
+        tensors[f"lora_loss/{variant}"] = res.loss.detach().reshape(1)
+        for n, p in peft_model.named_parameters():
+            if p.requires_grad:
+                tensors[f"grad/{variant}/" + n.replace(".default", "")] = p.grad.detach().clone()
+        print(f"quant_{arch} {variant}: lora_loss {res.loss.item():.6f}")
+    save_file(tensors, os.path.join(out, "golden.safetensors"))
+
+
+TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
 if __name__ == "__main__":
     main()
+    make_model("llama", 51)
+    make_model("qwen2", 52)
