@@ -80,7 +80,7 @@ TensorMap LoraGrads(CausalLm& model, bool checkpointing) {
   return grads;
 }
 
-TEST_CASE("--quantize: decoder projections in 4 bits, the rest in float, the logits of the dequantized weights",
+TEST_CASE("QLoRA --quantize: decoder projections in 4 bits, the rest in float, the logits of the dequantized weights",
           "[trainer][quant]") {
   torch::set_num_threads(1);
   for (bool dq : {false, true}) {
@@ -121,7 +121,7 @@ TEST_CASE("--quantize: decoder projections in 4 bits, the rest in float, the log
 // transformers + PEFT + bitsandbytes 0.50.2 on the CPU (golden/make_quant_golden.py):
 // a tiny Llama and a tiny Qwen2 loaded with BitsAndBytesConfig, NF4 and FP4, with and
 // without double quantization: logits, LoRA loss and LoRA gradients.
-TEST_CASE("--quantize: logits and LoRA gradients of transformers + PEFT + bitsandbytes", "[trainer][quant]") {
+TEST_CASE("QLoRA --quantize: logits and LoRA gradients of transformers + PEFT + bitsandbytes", "[trainer][quant]") {
   torch::set_num_threads(1);
   const std::pair<const char*, BaseQuantization> variants[] = {
       {"nf4", {true, QuantType::kNf4, false}},
@@ -168,7 +168,7 @@ TEST_CASE("--quantize: logits and LoRA gradients of transformers + PEFT + bitsan
   }
 }
 
-TEST_CASE("--quantize: 4-bit projections hold 0.13-0.15x of their float32 bytes", "[trainer][quant]") {
+TEST_CASE("QLoRA --quantize: 4-bit projections hold 0.13-0.15x of their float32 bytes", "[trainer][quant]") {
   auto cfg = LoadModelConfig(LlamaDir() + "/config.json");
   REQUIRE(cfg.ok());
   for (bool dq : {false, true}) {
@@ -182,7 +182,7 @@ TEST_CASE("--quantize: 4-bit projections hold 0.13-0.15x of their float32 bytes"
   }
 }
 
-TEST_CASE("--quantize: LoRA gradients are those of the dequantized float base, with gradient checkpointing too",
+TEST_CASE("QLoRA --quantize: LoRA gradients are those of the dequantized float base, with gradient checkpointing too",
           "[trainer][quant]") {
   torch::set_num_threads(1);
   auto lm = LoadPretrained(LlamaDir(), Nf4(true));
