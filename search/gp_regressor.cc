@@ -27,6 +27,10 @@ bool GpRegressor::Cache() {
   if (chol_.size() == 0 && x_.rows() > 0) return false;
   alpha_ = chol_.triangularView<Eigen::Lower>().solve(y_);
   chol_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
+  chol_inv_t_ = chol_.triangularView<Eigen::Lower>()
+                    .solve(Eigen::MatrixXd::Identity(x_.rows(), x_.rows()))
+                    .transpose();
+  chol_inv_t_.triangularView<Eigen::StrictlyLower>().setZero();
   return true;
 }
 
@@ -47,9 +51,9 @@ bool GpRegressor::AppendRunning(const GpMatrix& x_running) {
 void GpRegressor::Posterior(const GpMatrix& x, Eigen::VectorXd* mean, Eigen::VectorXd* var) const {
   Eigen::MatrixXd kx = KernelMatrix(x, x_, is_categorical_, params_);  // m x n
   *mean = kx * alpha_;
-  // v = L^-1 k(X, x): var = scale - |v|^2.
-  Eigen::MatrixXd v = chol_.triangularView<Eigen::Lower>().solve(kx.transpose());
-  *var = (params_.kernel_scale - v.colwise().squaredNorm().transpose().array()).max(0.0);
+  // v = k(x, X) L^-T (rows): var = scale - |v|^2.
+  Eigen::MatrixXd v = kx * chol_inv_t_.triangularView<Eigen::Upper>();
+  *var = (params_.kernel_scale - v.rowwise().squaredNorm().array()).max(0.0);
 }
 
 void GpRegressor::PosteriorWithGrad(const double* x, double* mean, double* var, double* dmean,
