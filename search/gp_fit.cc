@@ -119,11 +119,13 @@ struct Loss {
 }  // namespace
 
 GpRegressor FitGpRegressor(const GpMatrix& x, const Eigen::VectorXd& y, const std::vector<char>& is_categorical,
-                           double minimum_noise, bool deterministic, double gtol) {
+                           double minimum_noise, bool deterministic, double gtol,
+                           const GpKernelParams* init) {
   const Eigen::Index d = x.cols();
   // Optuna's start: all ones, the noise 1 + 0.01 minimum_noise.
   Eigen::VectorXd raw = Eigen::VectorXd::Zero(d + 2);
   raw[d + 1] = std::log(1.0 - 0.99 * minimum_noise);
+  if (init) raw = GpRawFromParams(*init, 0.99 * minimum_noise);
   Loss loss{x, y, is_categorical, minimum_noise, deterministic, std::numeric_limits<double>::infinity(), raw};
   LBFGSpp::LBFGSBParam<double> param;  // scipy's L-BFGS-B defaults where they differ
   param.m = 10;

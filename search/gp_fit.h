@@ -35,11 +35,13 @@ double GpNegLogPosterior(const GpMatrix& x, const Eigen::VectorXd& y, const std:
                          const Eigen::VectorXd& raw, double minimum_noise, bool deterministic,
                          Eigen::VectorXd* grad);
 
-// The fitted regressor, cached (GpRegressor::Cache). Starts from kernel
-// parameters all 1 (noise_var 1 + 0.01 minimum_noise, Optuna's start); if
+// The fitted regressor, cached (GpRegressor::Cache). Starts from `init`
+// (noise_var + 0.01 minimum_noise, as Optuna warm-starts) or else from
+// kernel parameters all 1 (noise_var 1 + 0.01 minimum_noise); if
 // the minimiser stops early (a failed line search) the best point it
 // evaluated is kept. Never fails: if no fitted C factors, the start is used.
 GpRegressor FitGpRegressor(const GpMatrix& x, const Eigen::VectorXd& y, const std::vector<char>& is_categorical,
-                           double minimum_noise, bool deterministic, double gtol = 1e-2);
+                           double minimum_noise, bool deterministic, double gtol = 1e-2,
+                           const GpKernelParams* init = nullptr);
 
 }  // namespace tune

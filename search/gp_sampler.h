@@ -15,18 +15,28 @@
 // Parameters with a single value are left to SampleIndependent (Optuna's
 // infer_relative_search_space); so is any parameter when the GP is not used.
 //
-// Unlike Optuna, the kernel-parameter fit starts from the same point every
-// trial (Optuna warm-starts from the previous trial's fit), so a suggestion
-// depends only on the history and the seed: a resumed run suggests what the
-// uninterrupted one would have (search/sampler.h). Not thread-safe.
+// The kernel fit is warm-started, as Optuna's is from the previous trial's
+// fit, but along a chain fixed by the history alone: the fit on the first k
+// completed trials (by trial number) starts from the fit on the first k - 1,
+// the chain from all-ones at k = n_startup_trials. Fits are cached by the
+// trial numbers they used; a sequential run fits once per trial, a fresh
+// sampler on a resumed history refits the chain once, and the suggestions
+// depend only on the history and the seed (search/sampler.h). Not
+// thread-safe.
 #pragma once
 
+#include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "search/gp_options.h"
 #include "search/sampler.h"
 
 namespace tune {
+
+class GpRegressor;
+class GpSpace;
 
 class GpSampler : public Sampler {
  public:
@@ -44,8 +54,17 @@ class GpSampler : public Sampler {
   const GpSamplerOptions& options() const { return options_; }
 
  private:
+  // The fit on all `numbers.size()` completed trials (rows, values in trial
+  // order), warm-started along the chain described above.
+  GpRegressor FitChained(const GpSpace& space, const std::vector<double>& rows,
+                         const std::vector<double>& values, const std::vector<int>& numbers);
+
   GpSamplerOptions options_;
   std::mt19937_64 rng_;
+  // Fitted kernel parameters (d inverse squared lengthscales, kernel scale,
+  // noise) by the trial numbers they were fitted on, for `fits_space_`.
+  std::map<std::vector<int>, std::vector<double>> fits_;
+  std::vector<std::string> fits_space_;
 };
 
 }  // namespace tune
