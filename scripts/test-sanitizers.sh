@@ -51,6 +51,8 @@ if [ "$core" = 1 ]; then
   # (safetensors header; tokenizer and data where lora_text is built).
   core_tests=(metric_parser_test resource_pool_test port_allocator_test local_backend_test last_line_test
               search_test schedulers_test storage_test report_test spec_test tuner_test progress_test
+              utf8_test read_file_test one_line_test atomic_write_test database_docs_test
+              module_options_test results_query_test
               tracking_test import_test safetensors_header_test)
   if grep -qw trainer_text_test <(cmake --build build-asan --target help 2>/dev/null); then core_tests+=(trainer_text_test); fi
   build_targets=()

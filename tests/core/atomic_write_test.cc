@@ -14,20 +14,13 @@
 #include <vector>
 
 #include "core/atomic_write.h"
+#include "tests/common/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under $TMPDIR, removed on destruction.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tune-atomic-write-test-" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using tune::testing::TempDir;
 
 std::string Read(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
