@@ -133,6 +133,29 @@ TEST_CASE("GP: the startup phase is random, and maximize mirrors minimize", "[gp
   for (int i = 0; i < 10; ++i) CHECK(hm[i].params == hn[i].params);
 }
 
+TEST_CASE("GP: a fresh sampler suggests what a used one does, trials out of order", "[gp][sampler]") {
+  // The used sampler has cached fits of other trial sets (12 still running
+  // while later trials completed); the fresh one refits its chain.
+  GpSampler used(Options(6));
+  History h = RunSequential(used, Bowl(), 6, 20, BowlF);
+  h[12].state = TrialState::kRunning;
+  h[12].value.reset();
+  used.Reseed(TrialSeed(6, 20));
+  ParamMap a = SampleTrial(used, Bowl(), h);
+  h[12].state = TrialState::kCompleted;
+  h[12].value = BowlF(h[12].params);
+  used.Reseed(TrialSeed(6, 20));
+  ParamMap b = SampleTrial(used, Bowl(), h);
+  GpSampler fresh(Options(6));
+  fresh.Reseed(TrialSeed(6, 20));
+  CHECK(SampleTrial(fresh, Bowl(), h) == b);
+  h[12].state = TrialState::kRunning;
+  h[12].value.reset();
+  GpSampler fresh2(Options(6));
+  fresh2.Reseed(TrialSeed(6, 20));
+  CHECK(SampleTrial(fresh2, Bowl(), h) == a);
+}
+
 TEST_CASE("GP with deterministic_objective still converges", "[gp][sampler]") {
   GpSamplerOptions o = Options(2);
   o.deterministic_objective = true;
