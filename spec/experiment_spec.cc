@@ -37,6 +37,8 @@ const std::vector<std::string> kTpeKeys = {
     "constant_liar",    "consider_endpoints", "consider_magic_clip", "consider_prior",
     "parzen_rules",     "n_ei_candidates_numerical", "independent_choices"};
 
+const std::vector<std::string> kGpKeys = {"n_startup_trials", "deterministic_objective"};
+
 bool NoSpace(const std::string& s) {
   return !s.empty() && spec_internal::Matches(s, "[^\\s=,]+");
 }
@@ -211,14 +213,23 @@ Status ParseTpe(const ObjectReader& s, TpeOptions* tpe) {
   return s.Bool("consider_prior", &tpe->consider_prior);
 }
 
+Status ParseGp(const ObjectReader& s, GpOptions* gp) {
+  TUNE_RETURN_IF_ERROR(s.Int("n_startup_trials", &gp->n_startup_trials));
+  // The Gaussian process needs two observations to fit a lengthscale.
+  TUNE_RETURN_IF_ERROR(s.Expect(gp->n_startup_trials >= 1, "n_startup_trials",
+                                "an integer of at least 1"));
+  return s.Bool("deterministic_objective", &gp->deterministic_objective);
+}
+
 Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, SearchOptions* out) {
   if (!v) return Status::Ok();
   TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "search"));
-  TUNE_RETURN_IF_ERROR(s.Enum("algorithm", {"random", "tpe", "grid"}, &out->algorithm));
+  TUNE_RETURN_IF_ERROR(s.Enum("algorithm", {"random", "tpe", "gp", "grid"}, &out->algorithm));
   std::vector<std::string> keys = {"algorithm", "seed"};
   // Grid search tries every point of the grid once; nothing to put first.
   if (out->algorithm != "grid") keys.push_back("points_to_evaluate");
   if (out->algorithm == "tpe") keys.insert(keys.end(), kTpeKeys.begin(), kTpeKeys.end());
+  if (out->algorithm == "gp") keys.insert(keys.end(), kGpKeys.begin(), kGpKeys.end());
   TUNE_RETURN_IF_ERROR(s.AllowOnly(keys, "for algorithm " + Quote(out->algorithm)));
   if (const Json* seed = s.Find("seed")) {
     // Within int64, so that the seed fits the database's INTEGER.
@@ -233,6 +244,7 @@ Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, Se
         spec_internal::ParsePoints(r, *points, s.PathOf("points_to_evaluate"), params, &out->points_to_evaluate));
   }
   if (out->algorithm == "tpe") return ParseTpe(s, &out->tpe);
+  if (out->algorithm == "gp") return ParseGp(s, &out->gp);
   return Status::Ok();
 }
 

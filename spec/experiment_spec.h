@@ -50,11 +50,18 @@ struct TpeOptions {
   std::string parzen_rules = "optuna5";
 };
 
+// Optuna's GPSampler names and defaults (search/gp_options.h).
+struct GpOptions {
+  int n_startup_trials = 10;
+  bool deterministic_objective = false;
+};
+
 struct SearchOptions {
-  std::string algorithm = "random";  // random | tpe | grid
+  std::string algorithm = "random";  // random | tpe | gp | grid
   uint64_t seed = 0;                 // 0 if absent: a seed is drawn and stored
   bool seed_given = false;
   TpeOptions tpe;
+  GpOptions gp;
   // Configurations to try first, in order (Ray's points_to_evaluate,
   // Optuna's enqueue_trial): trial i < size() takes point i's values; the
   // parameters a point leaves out are sampled (or come from the grid) as

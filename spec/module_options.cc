@@ -22,6 +22,15 @@ TpeSamplerOptions TpeSamplerOptionsFrom(const ExperimentSpec& spec) {
   return o;
 }
 
+GpSamplerOptions GpSamplerOptionsFrom(const ExperimentSpec& spec) {
+  GpSamplerOptions o;
+  o.n_startup_trials = spec.search.gp.n_startup_trials;
+  o.deterministic_objective = spec.search.gp.deterministic_objective;
+  o.maximize = spec.objective.mode == Mode::kMax;
+  o.seed = spec.search.seed;
+  return o;
+}
+
 AshaOptions AshaOptionsFrom(const ExperimentSpec& spec, uint64_t seed) {
   const SchedulerSpec& s = spec.scheduler;
   AshaOptions o;

@@ -12,6 +12,7 @@
 
 #include "schedulers/asha_options.h"
 #include "schedulers/median_stopping_options.h"
+#include "search/gp_options.h"
 #include "search/tpe_options.h"
 #include "spec/experiment_spec.h"
 
@@ -19,6 +20,9 @@ namespace tune {
 
 // search.tpe, the objective's direction and search.seed.
 TpeSamplerOptions TpeSamplerOptionsFrom(const ExperimentSpec& spec);
+
+// search.gp, the objective's direction and search.seed.
+GpSamplerOptions GpSamplerOptionsFrom(const ExperimentSpec& spec);
 
 // scheduler.{time_attr, max_t, grace_period, reduction_factor, brackets},
 // the objective's direction, and `seed` (the experiment's, which draws each

@@ -7,6 +7,7 @@
 #include "schedulers/asha_scheduler.h"
 #include "schedulers/fifo_scheduler.h"
 #include "schedulers/median_stopping_rule.h"
+#include "search/gp_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
 #include "spec/module_options.h"
@@ -32,6 +33,7 @@ Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
   if (algo == "tpe") {
     return std::unique_ptr<Sampler>(new TpeSampler(TpeSamplerOptionsFrom(spec)));
   }
+  if (algo == "gp") return std::unique_ptr<Sampler>(new GpSampler(GpSamplerOptionsFrom(spec)));
   return Status::InvalidArgument(Where(spec) + ": search.algorithm: '" + algo + "' is not available in this build");
 }
 

@@ -46,7 +46,7 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
 // space it builds, and the rules a module gives for what the spec may hold
 // (an MLflow tracking URI, metric keys MLflow takes, a Secret reference).
 const std::set<std::string> kSpecHeaders = {"k8s/kubernetes_options.h", "search/search_space.h",
-                                            "search/tpe_options.h", "schedulers/asha_options.h",
+                                            "search/tpe_options.h", "search/gp_options.h", "schedulers/asha_options.h",
                                             "schedulers/median_stopping_options.h",
                                             "tracking/mlflow_uri.h", "tracking/mlflow_keys.h",
                                             "trial_runner/secret_key_ref.h"};

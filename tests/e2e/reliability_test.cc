@@ -128,9 +128,10 @@ TEST_CASE("a database deleted mid-run stops tune with one sentence and a non-zer
 
 namespace {
 
-// TPE + ASHA, one trial at a time, a deterministic trial program (its noise
-// is seeded by --seed): every decision depends only on the history.
-json KillSpec(const std::string& name, int workers, int marker) {
+// TPE (or the GP sampler) + ASHA, one trial at a time, a deterministic
+// trial program (its noise is seeded by --seed): every decision depends only
+// on the history.
+json KillSpec(const std::string& name, int workers, int marker, const std::string& algorithm) {
   return {
       {"name", name},
       {"objective", {{"metric", "eval_loss"}, {"mode", "min"}}},
@@ -138,7 +139,7 @@ json KillSpec(const std::string& name, int workers, int marker) {
        {{"lr", {{"type", "loguniform"}, {"low", 1e-5}, {"high", 1e-1}}},
         {"lora_r", {{"type", "choice"}, {"values", {4, 8, 16, 32}}}},
         {"dropout", {{"type", "quniform"}, {"low", 0.0}, {"high", 0.4}, {"q", 0.05}}}}},
-      {"search", {{"algorithm", "tpe"}, {"seed", 3}, {"n_startup_trials", 4}}},
+      {"search", {{"algorithm", algorithm}, {"seed", 3}, {"n_startup_trials", 4}}},
       {"scheduler", {{"type", "asha"}, {"max_t", 27}, {"grace_period", 3}, {"reduction_factor", 3}}},
       {"limits", {{"max_trials", 12}, {"max_concurrent_trials", 1}}},
       {"trial",
@@ -160,9 +161,10 @@ std::string Trials(const std::string& db) {
 
 // SIGKILLs `tune run --resume` at `kills` random moments (seeded), then lets
 // a last --resume finish; the trials must equal an uninterrupted run's.
-void CheckKilledEqualsNeverKilled(const fs::path& dir, int workers, int marker, int kills) {
-  const std::string name = "killed-w" + std::to_string(workers);
-  fs::path spec_path = Write(dir, KillSpec(name, workers, marker));
+void CheckKilledEqualsNeverKilled(const fs::path& dir, int workers, int marker, int kills,
+                                  const std::string& algorithm = "tpe") {
+  const std::string name = "killed-" + algorithm + "-w" + std::to_string(workers);
+  fs::path spec_path = Write(dir, KillSpec(name, workers, marker, algorithm));
   const std::string full = (dir / (name + "-full.db")).string();
   const std::string cut = (dir / (name + "-cut.db")).string();
   const auto t0 = std::chrono::steady_clock::now();
@@ -209,6 +211,13 @@ TEST_CASE("killed = never killed: SIGKILL at 20 random moments, --resume, same t
 TEST_CASE("killed = never killed, with 2-worker trials", "[e2e][reliability]") {
   TempDir dir;
   CheckKilledEqualsNeverKilled(dir.path, 2, 818182, 20);
+}
+
+// The GP sampler refits its kernel after a restart (search/gp_sampler.h):
+// its suggestions, too, depend only on the history and the seed.
+TEST_CASE("killed = never killed, with the GP sampler", "[e2e][reliability]") {
+  TempDir dir;
+  CheckKilledEqualsNeverKilled(dir.path, 1, 818183, 10, "gp");
 }
 
 // ---------------------------------------------------------------------------

@@ -112,7 +112,7 @@ const BadCase kCases[] = {
      "differs from \"LR\" in more than case", "\"lr\""},
     {R"({"parameters": {"r": 0.5}})", "parameters.r", "an object such as", "0.5"},
     // search
-    {R"({"search": {"algorithm": "bayes"}})", "search.algorithm", "\"random\", \"tpe\" or \"grid\"",
+    {R"({"search": {"algorithm": "bayes"}})", "search.algorithm", "\"random\", \"tpe\", \"gp\" or \"grid\"",
      "\"bayes\""},
     {R"({"search": {"seed": -1}})", "search.seed", "an integer of at least 0", "-1"},
     {R"({"search": {"seed": "7"}})", "search.seed", "an integer of at least 0", "\"7\""},
@@ -133,6 +133,10 @@ const BadCase kCases[] = {
     {R"({"search": {"algorithm": "tpe", "parzen_rules": "optuna4"}})", "search.parzen_rules",
      "\"optuna5\" or \"optuna3\"", "\"optuna4\""},
     {R"({"search": "tpe"})", "search", "an object", "\"tpe\""},
+    {R"({"search": {"algorithm": "gp", "n_startup_trials": 0}})", "search.n_startup_trials", "at least 1", "0"},
+    {R"({"search": {"algorithm": "gp", "deterministic_objective": "no"}})", "search.deterministic_objective",
+     "true or false", "\"no\""},
+    {R"({"search": {"algorithm": "gp", "gamma": 0.2}})", "search.gamma", "for algorithm \"gp\"", "unknown key"},
     // search.points_to_evaluate: names and values of the parameters.
     {R"({"search": {"points_to_evaluate": {"lr": 0.001}}})", "search.points_to_evaluate",
      "an array of objects", "{\"lr\":0.001}"},

@@ -67,6 +67,23 @@ TEST_CASE("module options: a search without TPE keys gives the sampler's own def
   CHECK_FALSE(o.maximize);
 }
 
+TEST_CASE("module options: GP keys, the direction and the seed reach the GP sampler", "[spec]") {
+  const ExperimentSpec spec = MustParse(Spec(
+      "max", R"({"algorithm": "gp", "seed": 5, "n_startup_trials": 3, "deterministic_objective": true})",
+      R"({"type": "fifo"})"));
+  const GpSamplerOptions o = GpSamplerOptionsFrom(spec);
+  CHECK(o.n_startup_trials == 3);
+  CHECK(o.deterministic_objective);
+  CHECK(o.maximize);
+  CHECK(o.seed == 5);
+  const GpSamplerOptions d =
+      GpSamplerOptionsFrom(MustParse(Spec("min", R"({"algorithm": "gp"})", R"({"type": "fifo"})")));
+  const GpSamplerOptions defaults;
+  CHECK(d.n_startup_trials == defaults.n_startup_trials);
+  CHECK(d.deterministic_objective == defaults.deterministic_objective);
+  CHECK_FALSE(d.maximize);
+}
+
 TEST_CASE("module options: scheduler keys reach ASHA, with the seed the run passes", "[spec]") {
   const ExperimentSpec spec = MustParse(Spec("max", R"({"algorithm": "random"})",
       R"({"type": "asha", "time_attr": "epoch", "max_t": 81, "grace_period": 3, "reduction_factor": 3,
