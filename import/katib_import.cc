@@ -235,6 +235,31 @@ Status Settings(Ctx& ctx, const YAML::Node& algo, const std::string& path, const
   return Status::Ok();
 }
 
+const char* const kAlgorithms = "random, tpe, multivariate-tpe, bayesianoptimization or grid";
+
+// One algorithmSetting of bayesianoptimization (Katib's scikit-optimize
+// service): base_estimator must be a Gaussian process, which is what tune's
+// gp sampler is; acq_func and acq_optimizer are dropped with a note (tune's
+// acquisition is log expected improvement, as Optuna's GPSampler).
+// Returns true when the setting is handled here.
+Result<bool> BayesianSetting(Ctx& ctx, const Setting& s) {
+  if (s.name == "base_estimator") {
+    std::string estimator;
+    TUNE_RETURN_IF_ERROR(ctx.String(s.value, s.path, &estimator));
+    if (estimator != "GP") {
+      return ctx.FailNode(s.value, s.path,
+                          "GP (tune's Bayesian optimisation is a Gaussian process; it has no " + estimator + ")");
+    }
+    return true;
+  }
+  if (s.name == "acq_func" || s.name == "acq_optimizer") {
+    ctx.Note(s.path, "not carried over (tune's gp sampler maximises log expected improvement, as Optuna's "
+                     "GPSampler)");
+    return true;
+  }
+  return false;
+}
+
 Status ConvertAlgorithm(Ctx& ctx, const YAML::Node& spec, Json* out) {
   const std::string path = "spec.algorithm";
   YAML::Node a = Get(spec, "algorithm");
@@ -242,10 +267,9 @@ Status ConvertAlgorithm(Ctx& ctx, const YAML::Node& spec, Json* out) {
   TUNE_RETURN_IF_ERROR(ctx.Map(a, path));
   YAML::Node name_node = Get(a, "algorithmName");
   std::string name;
-  if (!Present(name_node)) return ctx.Missing(a, Child(path, "algorithmName"), "random, tpe, multivariate-tpe or grid");
+  if (!Present(name_node)) return ctx.Missing(a, Child(path, "algorithmName"), kAlgorithms);
   TUNE_RETURN_IF_ERROR(ctx.String(name_node, Child(path, "algorithmName"), &name));
   static const std::map<std::string, std::string> kInstead = {
-      {"bayesianoptimization", "tpe, the Bayesian optimisation tune offers"},
       {"cmaes", "tpe with multivariate (multivariate-tpe), which also models parameters jointly"},
       {"hyperband", "random or tpe with tune's ASHA scheduler (\"scheduler\": {\"type\": \"asha\"}), the "
                     "asynchronous form of Hyperband"},
@@ -261,21 +285,29 @@ Status ConvertAlgorithm(Ctx& ctx, const YAML::Node& spec, Json* out) {
   } else if (name == "tpe" || name == "multivariate-tpe") {
     (*out)["algorithm"] = "tpe";
     allowed = {"random_state", "n_startup_trials", "n_ei_candidates"};
+  } else if (name == "bayesianoptimization") {
+    (*out)["algorithm"] = "gp";
+    allowed = {"random_state", "n_initial_points", "base_estimator", "acq_func", "acq_optimizer"};
   } else if (name == "grid") {
     (*out)["algorithm"] = "grid";
   } else {
     auto it = kInstead.find(name);
     return ctx.FailNode(name_node, Child(path, "algorithmName"),
-                        "random, tpe, multivariate-tpe or grid" +
+                        kAlgorithms +
                             (it != kInstead.end() ? " (instead of " + name + ": " + it->second + ")" : std::string()));
   }
   std::vector<Setting> settings;
   TUNE_RETURN_IF_ERROR(Settings(ctx, a, path, name, allowed, &settings));
   for (const Setting& s : settings) {
+    if (name == "bayesianoptimization") {
+      TUNE_ASSIGN_OR_RETURN(bool handled, BayesianSetting(ctx, s));
+      if (handled) continue;
+    }
     int64_t v = 0;
     TUNE_RETURN_IF_ERROR(ctx.Integer(s.value, s.path, &v));
     if (v < 0) return ctx.FailNode(s.value, s.path, "an integer of at least 0");
-    (*out)[s.name == "random_state" ? "seed" : s.name] = v;
+    if (s.name == "n_initial_points" && v < 1) return ctx.FailNode(s.value, s.path, "an integer of at least 1");
+    (*out)[s.name == "random_state" ? "seed" : s.name == "n_initial_points" ? "n_startup_trials" : s.name] = v;
   }
   // Katib's tpe is Optuna's univariate TPESampler (its own algorithm name
   // for the joint one), while tune's TPE is multivariate by default.
