@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/trainer/run_util.h"
 #include "tests/trainer/test_util.h"
 #include "trainer/device.h"
 #include "trainer/model.h"
@@ -33,19 +34,9 @@
 namespace tune {
 namespace {
 
-std::string Bin() { return std::string(TUNE_BIN_DIR) + "/lora_train"; }
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int Sh(const std::string& cmd) {
-  int rc = std::system(("bash -c '" + cmd + "'").c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
+using testing::LoraTrainBin;
+using testing::Slurp;
+using testing::Sh;
 
 // Removes a test folder when the test ends, passed or failed.
 struct ScopedDir {
@@ -218,7 +209,7 @@ int RunTrainer(const std::string& dir, const std::string& flags, std::string* er
          << "\n";
   }
   data.close();
-  const int rc = Sh(Bin() + " --base " + testing::GoldenDir() + "/llama --data " + dir +
+  const int rc = Sh(LoraTrainBin() + " --base " + testing::GoldenDir() + "/llama --data " + dir +
                     "/train.jsonl --seq-len 64 --threads 1 --lora-r 4 --output " + dir + "/out " + flags + " > " +
                     dir + "/stdout 2> " + dir + "/stderr");
   *err = Slurp(dir + "/stderr");

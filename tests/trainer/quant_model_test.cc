@@ -20,12 +20,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/trainer/run_util.h"
 #include "tests/trainer/test_util.h"
 #include "trainer/model.h"
 #include "trainer/safetensors.h"
 
 namespace tune {
 namespace {
+
+using testing::LoraTrainBin;
+using testing::Slurp;
+using testing::Sh;
+using testing::Metrics;
+using testing::FreePort;
 
 BaseQuantization Nf4(bool double_quant) {
   BaseQuantization q;
@@ -220,21 +227,6 @@ TEST_CASE("a checkpoint saved in 4-bit is refused in one sentence", "[trainer][q
   CHECK_THAT(lm.status().message(), Catch::Contains("quant_state"));
 }
 
-// --- lora_train runs -------------------------------------------------------
-std::string Bin() { return std::string(TUNE_BIN_DIR) + "/lora_train"; }
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int Sh(const std::string& cmd) {
-  int rc = std::system(("bash -c '" + cmd + "'").c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
-
 std::string Data(const std::string& dir) {
   const char* words[] = {"alpha beta gamma", "the quick brown fox", "hello world again", "one two three four"};
   std::ofstream out(dir + "/train.jsonl");
@@ -246,34 +238,6 @@ std::string Data(const std::string& dir) {
   return dir + "/train.jsonl";
 }
 
-// step -> name -> value, from the metric lines.
-std::map<std::pair<int, std::string>, double> Metrics(const std::string& text) {
-  std::map<std::pair<int, std::string>, double> m;
-  std::istringstream in(text);
-  std::string line;
-  static const std::regex kPair(R"(([a-z_]+)=([-+0-9.eE]+|nan))");
-  while (std::getline(in, line)) {
-    int step = -1;
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), kPair); it != std::sregex_iterator(); ++it) {
-      if ((*it)[1] == "step") step = std::stoi((*it)[2]);
-      else if (step >= 0) m[{step, (*it)[1]}] = std::stod((*it)[2]);
-    }
-  }
-  return m;
-}
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 std::string Flags(const std::string& data) {
   return " --base " + LlamaDir() + " --data " + data +
          " --seq-len 96 --threads 1 --lora-r 4 --lora-alpha 8 --target-modules q_proj,v_proj,o_proj,up_proj" +
@@ -283,7 +247,7 @@ std::string Flags(const std::string& data) {
 TEST_CASE("lora_train --quantize nf4 --double-quant trains: the loss goes down", "[trainer][quant][run]") {
   const testing::TempDir tmp("qlora");
   const std::string dir = tmp.path.string();
-  const int rc = Sh(Bin() + Flags(Data(dir)) + " --output " + dir + "/out --max-steps 16 --eval-every 8" +
+  const int rc = Sh(LoraTrainBin() + Flags(Data(dir)) + " --output " + dir + "/out --max-steps 16 --eval-every 8" +
                     " --log-every 4 --lr 2e-2 --batch-size 4 > " + dir + "/stdout 2> " + dir + "/stderr");
   const std::string err = Slurp(dir + "/stderr");
   INFO(err);
@@ -304,10 +268,10 @@ TEST_CASE("lora_train --quantize: 2 ranks with batch b equal 1 rank with batch 2
   const testing::TempDir tmp("qlora_ddp");
   const std::string dir = tmp.path.string();
   const std::string flags = Flags(Data(dir)) + " --max-steps 3 --eval-every 3 --lr 1e-2";
-  REQUIRE(Sh(Bin() + flags + " --batch-size 4 --output " + dir + "/one > " + dir + "/one.out 2>&1") == 0);
+  REQUIRE(Sh(LoraTrainBin() + flags + " --batch-size 4 --output " + dir + "/one > " + dir + "/one.out 2>&1") == 0);
   const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
-  const int rc = Sh(env + " RANK=1 LOCAL_RANK=1 " + Bin() + flags + " --batch-size 2 --output " + dir +
-                    "/two > " + dir + "/r1.out 2>&1 & " + env + " RANK=0 LOCAL_RANK=0 " + Bin() + flags +
+  const int rc = Sh(env + " RANK=1 LOCAL_RANK=1 " + LoraTrainBin() + flags + " --batch-size 2 --output " + dir +
+                    "/two > " + dir + "/r1.out 2>&1 & " + env + " RANK=0 LOCAL_RANK=0 " + LoraTrainBin() + flags +
                     " --batch-size 2 --output " + dir + "/two > " + dir + "/r0.out 2>&1; r0=$?; wait $!; " +
                     "r1=$?; exit $((r0 + r1))");
   INFO(Slurp(dir + "/r0.out") << Slurp(dir + "/r1.out"));
@@ -329,9 +293,9 @@ TEST_CASE("lora_train refuses --double-quant alone and an unknown --quantize", "
   const testing::TempDir tmp("qlora_bad");
   const std::string dir = tmp.path.string();
   const std::string base = " --base " + LlamaDir() + " --data " + Data(dir) + " --output " + dir + "/out";
-  CHECK(Sh(Bin() + base + " --double-quant 2> " + dir + "/e1") == 2);
+  CHECK(Sh(LoraTrainBin() + base + " --double-quant 2> " + dir + "/e1") == 2);
   CHECK_THAT(Slurp(dir + "/e1"), Catch::Contains("--double-quant needs --quantize"));
-  CHECK(Sh(Bin() + base + " --quantize int4 2> " + dir + "/e2") == 2);
+  CHECK(Sh(LoraTrainBin() + base + " --quantize int4 2> " + dir + "/e2") == 2);
   CHECK_THAT(Slurp(dir + "/e2"), Catch::Contains("expected nf4 or fp4"));
   CHECK_FALSE(std::filesystem::exists(dir + "/out/adapter_model.safetensors"));
 }

@@ -17,26 +17,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/trainer/run_util.h"
 #include "tests/trainer/test_util.h"
 #include "trainer/safetensors.h"
 
 namespace tune {
 namespace {
 
-std::string Bin() { return std::string(TUNE_BIN_DIR) + "/lora_train"; }
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs a shell command line; returns its exit status.
-int Sh(const std::string& cmd) {
-  int rc = std::system(("bash -c '" + cmd + "'").c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
+using testing::LoraTrainBin;
+using testing::Slurp;
+using testing::Sh;
+using testing::Metrics;
+using testing::FreePort;
 
 std::string WriteData(const std::string& dir) {
   const char* words[] = {"alpha beta gamma", "the quick brown fox", "hello world again", "one two three four"};
@@ -51,35 +43,6 @@ std::string WriteData(const std::string& dir) {
 std::string CommonFlags(const std::string& data) {
   return " --base " + testing::GoldenDir() + "/llama --data " + data +
          " --seq-len 96 --threads 1 --lora-r 4 --lora-alpha 8 --target-modules q_proj,v_proj,o_proj,up_proj";
-}
-
-// (step, name) -> value from the metric lines.
-std::map<std::pair<int, std::string>, double> Metrics(const std::string& stdout_text) {
-  std::map<std::pair<int, std::string>, double> m;
-  std::istringstream in(stdout_text);
-  std::string line;
-  static const std::regex kPair(R"(([a-z_]+)=([-+0-9.eE]+|nan))");
-  while (std::getline(in, line)) {
-    int step = -1;
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), kPair); it != std::sregex_iterator(); ++it) {
-      if ((*it)[1] == "step") step = std::stoi((*it)[2]);
-      else if (step >= 0) m[{step, (*it)[1]}] = std::stod((*it)[2]);
-    }
-  }
-  return m;
-}
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 void CheckSameAdapter(const std::string& a_dir, const std::string& b_dir, double rtol) {
@@ -98,7 +61,7 @@ TEST_CASE("lora_train fine-tunes: loss goes down, PEFT files written", "[trainer
   const testing::TempDir tmp("run");
   const std::string dir = tmp.path.string();
   const std::string data = WriteData(dir);
-  const int rc = Sh(Bin() + CommonFlags(data) + " --output " + dir + "/out --max-steps 24 --eval-every 8" +
+  const int rc = Sh(LoraTrainBin() + CommonFlags(data) + " --output " + dir + "/out --max-steps 24 --eval-every 8" +
                     " --log-every 4 --lr 2e-2 --batch-size 4 --warmup-steps 2 > " + dir + "/stdout 2> " + dir +
                     "/stderr");
   INFO(Slurp(dir + "/stderr"));
@@ -139,7 +102,7 @@ TEST_CASE("init takes a tokenizer file of any name and writes a base that --base
     out << R"({"model_max_length": 64, "eos_token": "marker-for-this-test"})";
   }
   const std::string data = WriteData(dir);
-  const int rc = Sh(Bin() + " init --config " + dir + "/cfg.json --tokenizer " + dir +
+  const int rc = Sh(LoraTrainBin() + " init --config " + dir + "/cfg.json --tokenizer " + dir +
                     "/src/my-bpe.v2.json --tokenizer-config " + dir + "/src/special.json --out " + dir +
                     "/base 2> " + dir + "/init.err");
   INFO(Slurp(dir + "/init.err"));
@@ -149,14 +112,14 @@ TEST_CASE("init takes a tokenizer file of any name and writes a base that --base
   CHECK_FALSE(std::filesystem::exists(dir + "/base/my-bpe.v2.json"));
   CHECK_FALSE(std::filesystem::exists(dir + "/base/special.json"));
   // The folder it wrote is a base that fine-tuning loads.
-  const int ft = Sh(Bin() + " --base " + dir + "/base --data " + data +
+  const int ft = Sh(LoraTrainBin() + " --base " + dir + "/base --data " + data +
                     " --seq-len 48 --threads 1 --lora-r 2 --max-steps 2 --eval-every 0 --output " + dir +
                     "/out > " + dir + "/ft.out 2> " + dir + "/ft.err");
   INFO(Slurp(dir + "/ft.err"));
   CHECK(ft == 0);
   CHECK(std::filesystem::exists(dir + "/out/adapter_model.safetensors"));
   // A --tokenizer-config that does not exist is named, exit 2, no folder.
-  const int bad = Sh(Bin() + " init --config " + dir + "/cfg.json --tokenizer " + dir +
+  const int bad = Sh(LoraTrainBin() + " init --config " + dir + "/cfg.json --tokenizer " + dir +
                      "/src/my-bpe.v2.json --tokenizer-config " + dir + "/nope.json --out " + dir + "/base2 2> " +
                      dir + "/bad.err");
   CHECK(bad == 2);
@@ -170,16 +133,16 @@ TEST_CASE("checkpoint + resume equals an uninterrupted run", "[trainer][run]") {
   const std::string data = WriteData(dir);
   const std::string flags = CommonFlags(data) + " --max-steps 6 --save-every 3 --eval-every 0 --lr 1e-2" +
                             " --batch-size 2 --grad-accum 2 --lora-dropout 0.2 --warmup-steps 2";
-  REQUIRE(Sh(Bin() + flags + " --output " + dir + "/a > /dev/null 2>&1") == 0);
+  REQUIRE(Sh(LoraTrainBin() + flags + " --output " + dir + "/a > /dev/null 2>&1") == 0);
   REQUIRE(std::filesystem::exists(dir + "/a/checkpoint-3/optimizer.pt"));
   REQUIRE(std::filesystem::exists(dir + "/a/checkpoint-3/adapter_config.json"));
-  REQUIRE(Sh(Bin() + flags + " --output " + dir + "/b --resume-from " + dir + "/a/checkpoint-3 > " + dir +
+  REQUIRE(Sh(LoraTrainBin() + flags + " --output " + dir + "/b --resume-from " + dir + "/a/checkpoint-3 > " + dir +
              "/b.out 2> " + dir + "/b.err") == 0);
   CHECK_THAT(Slurp(dir + "/b.err"), Catch::Contains("resumed"));
   CheckSameAdapter(dir + "/a", dir + "/b", 1e-6);
   // A retried trial finds its own checkpoint without --resume-from.
   std::filesystem::remove_all(dir + "/a/checkpoint-6");
-  REQUIRE(Sh(Bin() + flags + " --output " + dir + "/a > /dev/null 2> " + dir + "/a.err") == 0);
+  REQUIRE(Sh(LoraTrainBin() + flags + " --output " + dir + "/a > /dev/null 2> " + dir + "/a.err") == 0);
   CHECK_THAT(Slurp(dir + "/a.err"), Catch::Contains("checkpoint-3"));
   CheckSameAdapter(dir + "/a", dir + "/b", 1e-6);
 }
@@ -190,10 +153,10 @@ TEST_CASE("2 ranks with batch b equal 1 rank with batch 2b", "[trainer][run][dis
   const std::string data = WriteData(dir);
   const std::string flags = CommonFlags(data) + " --max-steps 4 --eval-every 2 --lr 1e-2 --lora-dropout 0" +
                             " --dist-timeout 60";
-  REQUIRE(Sh(Bin() + flags + " --batch-size 4 --output " + dir + "/one > " + dir + "/one.out 2>&1") == 0);
+  REQUIRE(Sh(LoraTrainBin() + flags + " --batch-size 4 --output " + dir + "/one > " + dir + "/one.out 2>&1") == 0);
   const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
-  const int rc = Sh(env + " RANK=1 LOCAL_RANK=1 " + Bin() + flags + " --batch-size 2 --output " + dir +
-                    "/two > " + dir + "/r1.out 2>&1 & " + env + " RANK=0 LOCAL_RANK=0 " + Bin() + flags +
+  const int rc = Sh(env + " RANK=1 LOCAL_RANK=1 " + LoraTrainBin() + flags + " --batch-size 2 --output " + dir +
+                    "/two > " + dir + "/r1.out 2>&1 & " + env + " RANK=0 LOCAL_RANK=0 " + LoraTrainBin() + flags +
                     " --batch-size 2 --output " + dir + "/two > " + dir + "/r0.out 2>&1; r0=$?; wait $!; " +
                     "r1=$?; exit $((r0 + r1))");
   INFO(Slurp(dir + "/r0.out") << Slurp(dir + "/r1.out"));
@@ -209,8 +172,8 @@ TEST_CASE("2 ranks with batch b equal 1 rank with batch 2b", "[trainer][run][dis
 // Runs `flags` as 2 ranks on this host; the exit status of both summed.
 int TwoRanks(const std::string& flags, const std::string& log_prefix) {
   const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
-  return Sh(env + " RANK=1 LOCAL_RANK=1 " + Bin() + flags + " > " + log_prefix + "r1.out 2>&1 & " + env +
-            " RANK=0 LOCAL_RANK=0 " + Bin() + flags + " > " + log_prefix + "r0.out 2>&1; r0=$?; wait $!; " +
+  return Sh(env + " RANK=1 LOCAL_RANK=1 " + LoraTrainBin() + flags + " > " + log_prefix + "r1.out 2>&1 & " + env +
+            " RANK=0 LOCAL_RANK=0 " + LoraTrainBin() + flags + " > " + log_prefix + "r0.out 2>&1; r0=$?; wait $!; " +
             "r1=$?; exit $((r0 + r1))");
 }
 
@@ -244,9 +207,9 @@ TEST_CASE("a rank that fails makes its peer exit non-zero", "[trainer][run][dist
   const std::string data = WriteData(dir);
   const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort());
   // Rank 1 is killed after a moment; rank 0 must notice and fail, not hang.
-  const int rc = Sh(env + " RANK=1 timeout -s KILL 6 " + Bin() + CommonFlags(data) +
+  const int rc = Sh(env + " RANK=1 timeout -s KILL 6 " + LoraTrainBin() + CommonFlags(data) +
                     " --max-steps 100000 --eval-every 0 --batch-size 2 --dist-timeout 10 --output " + dir +
-                    "/x > /dev/null 2>&1 & " + env + " RANK=0 " + Bin() + CommonFlags(data) +
+                    "/x > /dev/null 2>&1 & " + env + " RANK=0 " + LoraTrainBin() + CommonFlags(data) +
                     " --max-steps 100000 --eval-every 0 --batch-size 2 --dist-timeout 10 --output " + dir +
                     "/x > " + dir + "/r0.out 2> " + dir + "/r0.err; r0=$?; wait; exit $r0");
   INFO(Slurp(dir + "/r0.err"));
@@ -272,7 +235,7 @@ TEST_CASE("a config.json key that could change the math is refused: exit 2, the 
     nlohmann::json bad = config;
     bad[key] = value;
     std::ofstream(dir + "/base/config.json") << bad.dump(1);
-    const int rc = Sh(Bin() + " --base " + dir + "/base --data " + data + " --threads 1 --max-steps 2 --output " +
+    const int rc = Sh(LoraTrainBin() + " --base " + dir + "/base --data " + data + " --threads 1 --max-steps 2 --output " +
                       dir + "/out > " + dir + "/stdout 2> " + dir + "/stderr");
     const std::string err = Slurp(dir + "/stderr");
     INFO(err);
