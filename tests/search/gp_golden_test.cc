@@ -79,7 +79,9 @@ TEST_CASE("standard logEI matches Optuna 5.0's standard_logei", "[gp][golden]") 
 }
 
 TEST_CASE("the MAP fit reaches Optuna 5.0's optimum of the same loss", "[gp][golden]") {
-  for (const auto& c : Golden()["fit"]) {
+  // A range-for over Golden()["fit"] would outlive the temporary it indexes.
+  const nlohmann::json golden = Golden();
+  for (const auto& c : golden["fit"]) {
     GpMatrix x = Matrix(c["x"]);
     Eigen::VectorXd y = Vector(c["y"]);
     std::vector<char> cats = Cats(c["is_categorical"]);
