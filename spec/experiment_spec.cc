@@ -233,10 +233,11 @@ Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, Se
   TUNE_RETURN_IF_ERROR(s.AllowOnly(keys, "for algorithm " + Quote(out->algorithm)));
   if (const Json* seed = s.Find("seed")) {
     // Within int64, so that the seed fits the database's INTEGER.
-    auto value = seed->is_number_float() ? std::nullopt : spec_internal::AsInt64(*seed);
-    TUNE_RETURN_IF_ERROR(s.Expect(value && *value >= 0, "seed",
-                                  "an integer of at least 0 and at most 2^63-1"));
-    out->seed = static_cast<uint64_t>(*value);
+    std::optional<int64_t> value;
+    if (!seed->is_number_float()) value = spec_internal::AsInt64(*seed);
+    const bool valid = value.has_value() && value.value() >= 0;
+    TUNE_RETURN_IF_ERROR(s.Expect(valid, "seed", "an integer of at least 0 and at most 2^63-1"));
+    out->seed = static_cast<uint64_t>(value.value());
     out->seed_given = true;
   }
   if (const Json* points = s.Find("points_to_evaluate")) {
