@@ -92,16 +92,18 @@ Run RunOne(const SuiteProblem& prob, const std::string& kind, uint64_t seed, int
   std::deque<size_t> open;  // positions of running trials, oldest first
   Run run;
   double best = INFINITY;
+  // Completes the oldest running trial and records the best value so far.
+  auto finish_oldest = [&] {
+    Trial& t = history[open.front()];
+    t.state = TrialState::kCompleted;
+    t.value = prob.f(t.params);
+    best = std::min(best, *t.value);
+    run.best.push_back(best);
+    open.pop_front();
+  };
   for (int i = 0; i < trials; ++i) {
     // Finish the oldest running trial once K are open.
-    while (static_cast<int>(open.size()) >= inflight) {
-      Trial& t = history[open.front()];
-      t.state = TrialState::kCompleted;
-      t.value = prob.f(t.params);
-      best = std::min(best, *t.value);
-      run.best.push_back(best);
-      open.pop_front();
-    }
+    while (static_cast<int>(open.size()) >= inflight) finish_oldest();
     sampler->Reseed(TrialSeed(seed, i));
     double t0 = CpuNow();
     ParamMap p = SampleTrial(*sampler, prob.space, history);
@@ -117,14 +119,7 @@ Run RunOne(const SuiteProblem& prob, const std::string& kind, uint64_t seed, int
     history.push_back(std::move(t));
     open.push_back(history.size() - 1);
   }
-  while (!open.empty()) {
-    Trial& t = history[open.front()];
-    t.state = TrialState::kCompleted;
-    t.value = prob.f(t.params);
-    best = std::min(best, *t.value);
-    run.best.push_back(best);
-    open.pop_front();
-  }
+  while (!open.empty()) finish_oldest();
   run.cpu_all /= trials;
   if (run.n_model) run.cpu_model /= run.n_model;
   return run;

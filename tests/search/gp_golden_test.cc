@@ -10,6 +10,7 @@
 #include "search/gp_acquisition.h"
 #include "search/gp_fit.h"
 #include "search/gp_space.h"
+#include "tests/search/gp_test_space.h"
 
 namespace tune {
 namespace {
@@ -104,13 +105,7 @@ TEST_CASE("the MAP fit reaches Optuna 5.0's optimum of the same loss", "[gp][gol
 
 TEST_CASE("coordinates match Optuna 5.0's normalized params", "[gp][golden]") {
   const nlohmann::json c = Golden()["space"];
-  SearchSpace s;
-  s["a_lr"] = FloatDistribution{1e-4, 1e-2, true, std::nullopt};
-  s["b_int"] = IntDistribution{1, 4, false, 1};
-  s["c_choice"] = CategoricalDistribution{{ParamValue(std::string("x")), ParamValue(std::string("y")),
-                                           ParamValue(std::string("z"))}, false};
-  s["d_q"] = FloatDistribution{0.0, 1.0, false, 0.25};
-  s["e_logint"] = IntDistribution{1, 1024, true, 1};
+  const SearchSpace s = testing::GpTestSpace();
   GpSpace space(s);
   for (size_t t = 0; t < c["params"].size(); ++t) {
     const auto& jp = c["params"][t];

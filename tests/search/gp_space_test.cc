@@ -6,6 +6,7 @@
 
 #include "search/gp_space.h"
 #include "search/sobol.h"
+#include "tests/search/gp_test_space.h"
 #include "tests/search/sampler_test_util.h"
 
 namespace tune {
@@ -38,13 +39,7 @@ TEST_CASE("scrambled Sobol points are a stratified net, reproducible per seed", 
 }
 
 TEST_CASE("coordinates: log space, ints widened by half a step, choices as indices", "[gp]") {
-  SearchSpace s;
-  s["a_lr"] = FloatDistribution{1e-4, 1e-2, true, std::nullopt};
-  s["b_int"] = IntDistribution{1, 4, false, 1};
-  s["c_choice"] = CategoricalDistribution{{ParamValue(std::string("x")), ParamValue(std::string("y")),
-                                           ParamValue(std::string("z"))}, false};
-  s["d_q"] = FloatDistribution{0.0, 1.0, false, 0.25};
-  s["e_logint"] = IntDistribution{1, 1024, true, 1};
+  const SearchSpace s = testing::GpTestSpace();
   GpSpace space(s);
   REQUIRE(space.dim() == 5);
   CHECK(space.continuous_indices() == std::vector<int>{0});
