@@ -14,17 +14,34 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
+#include "core/param.h"
 #include "core/trial.h"
 
 namespace tune {
 
+// kPause: the trial's process is stopped after this report and the trial
+// waits, holding no process and no slot, until the tuner continues it from
+// its newest checkpoint (docs/architecture.md, "Checkpoints").
 enum class Action { kContinue, kPause, kStop };
+
+// Population Based Training's exploit: the recipient continues from the
+// donor's newest checkpoint (copied into its own trial directory) with
+// `params` as its parameters from then on.
+struct Exploit {
+  TrialId donor = 0;
+  ParamMap params;
+};
 
 struct Decision {
   Action action = Action::kContinue;
+  // With kPause only: continue from the donor's checkpoint (PBT). The tuner
+  // first checks that the donor has one; if not, it calls OnExploitSkipped
+  // instead and nothing is copied.
+  std::optional<Exploit> exploit;
   // For kStop: the milestone (time_attr value) of the rung the trial was
   // stopped at, recorded in the database and shown by `tune trials`.
   std::optional<int64_t> rung;
@@ -52,8 +69,38 @@ class Scheduler {
   // The trial finished on its own (completed), or was stopped by a decision.
   virtual void OnTrialComplete(const Trial& trial) { (void)trial; }
   // The trial's attempt failed; it may be retried (then OnTrialAdd is not
-  // called again, reports restart from the beginning).
+  // called again; the retry reports from the step of the checkpoint it
+  // continues from, or from the beginning without one).
   virtual void OnTrialError(const Trial& trial) { (void)trial; }
+
+  // --- Checkpoint-aware scheduling (PBT); the defaults suit schedulers that
+  // only continue or stop trials.
+
+  // True if the scheduler pauses trials or exploits checkpoints: the tuner
+  // then refuses backends whose trial directories it cannot read.
+  virtual bool UsesCheckpoints() const { return false; }
+  // How many trials wait for a slot (pending, paused, or still to be
+  // created under limits.max_trials). The tuner sets it before every
+  // OnTrialResult; PBT pauses a trial at its interval while others wait.
+  virtual void SetWaitingTrials(int waiting) { (void)waiting; }
+  // The tuner carried out Decision::exploit: `recipient` (already holding
+  // the new parameters) continues from the donor's checkpoint at
+  // `donor_step`. Also called on --resume, for every recorded exploit, right
+  // after the report that was recorded before it.
+  virtual void OnTrialExploited(const Trial& recipient, const Trial& donor, int64_t donor_step) {
+    (void)recipient, (void)donor, (void)donor_step;
+  }
+  // The donor of Decision::exploit had no checkpoint: nothing was copied.
+  // Returns what happens to the trial instead (kContinue or kPause).
+  virtual Action OnExploitSkipped(const Trial& trial) { (void)trial; return Action::kContinue; }
+  // A paused trial, offered a free slot (paused trials are offered in order
+  // of their lowest last step, as Ray's choose_trial_to_run): false keeps it
+  // waiting (PBT's synch barrier).
+  virtual bool MayResume(const Trial& paused) { (void)paused; return true; }
+  // Exploits decided for trials that are paused now (PBT with synch: the
+  // last trial to reach an interval decides for the whole population),
+  // taken once. The tuner carries them out as Decision::exploit.
+  virtual std::vector<std::pair<TrialId, Exploit>> TakeExploits() { return {}; }
   // Where this scheduler stops trials early, for `tune validate`: its
   // brackets; empty for a scheduler without rungs.
   virtual std::vector<RungBracket> Brackets() const { return {}; }

@@ -106,6 +106,10 @@ struct TrialTemplate {
   // Secret's key (SecretKeyRef); no name is also in `env`.
   std::map<std::string, SecretKeyRef> env_secrets;
   int max_retries = 0;
+  // A retry, a resumed experiment or a paused trial continues from the
+  // newest checkpoint-<step> folder in the trial directory
+  // (TUNE_RESUME_FROM, ${resume_from}); false starts it from scratch.
+  bool resume_from_checkpoint = true;
   double timeout_s = 0;      // 0: no timeout
   // The local backend's working directory: trial.working_dir resolved
   // against the directory of experiment.json, which is also the default.

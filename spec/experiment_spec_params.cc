@@ -18,7 +18,7 @@ const std::vector<std::string> kTypes = {"uniform", "loguniform", "quniform", "q
                                          "randint", "qrandint",   "lograndint", "choice",
                                          "grid"};
 // Names the command line can use besides the parameters.
-const std::vector<std::string> kReservedNames = {"trial_id", "experiment", "trial_dir"};
+const std::vector<std::string> kReservedNames = {"trial_id", "experiment", "trial_dir", "resume_from"};
 
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;

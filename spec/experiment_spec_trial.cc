@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 constexpr int64_t kMaxGpuIndex = 65535;
 
 // Placeholders usable in trial.command besides the parameter names.
-const std::vector<std::string> kBuiltinPlaceholders = {"trial_id", "experiment", "trial_dir"};
+const std::vector<std::string> kBuiltinPlaceholders = {"trial_id", "experiment", "trial_dir", "resume_from"};
 // Variables the tuner sets for every worker (docs/architecture.md, section 4.2); TUNE_* too.
 const std::vector<std::string> kTunerEnv = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                             "MASTER_ADDR", "MASTER_PORT"};
@@ -60,7 +60,7 @@ Status CheckPlaceholders(const Reader& r, const std::string& path, const std::st
       std::string names;
       for (const auto& [p, d] : params) names += p + ", ";
       return r.Fail(path,
-                    "${...} to name a parameter (" + names + "or trial_id, experiment, trial_dir)",
+                    "${...} to name a parameter (" + names + "or trial_id, experiment, trial_dir, resume_from)",
                     Quote("${" + name + "}"));
     }
     pos = end + 1;
@@ -321,7 +321,8 @@ Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
   TUNE_ASSIGN_OR_RETURN(ObjectReader t,
                         ObjectReader::Make(r, v, "trial", "an object with at least a command"));
   TUNE_RETURN_IF_ERROR(t.AllowOnly({"command", "workers", "resources_per_worker", "env",
-                                    "max_retries", "timeout_s", "working_dir"}));
+                                    "max_retries", "timeout_s", "working_dir",
+                                    "resume_from_checkpoint"}));
   TUNE_RETURN_IF_ERROR(ParseCommand(t, params, &out->command));
   TUNE_RETURN_IF_ERROR(t.Int("workers", &out->workers));
   TUNE_RETURN_IF_ERROR(t.Expect(out->workers >= 1, "workers", "a number of processes of at least 1"));
@@ -330,6 +331,7 @@ Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
   TUNE_RETURN_IF_ERROR(t.Int("max_retries", &out->max_retries));
   TUNE_RETURN_IF_ERROR(t.Expect(out->max_retries >= 0, "max_retries", "an integer of at least 0"));
   TUNE_RETURN_IF_ERROR(t.Seconds("timeout_s", &out->timeout_s, "leave the key out for no timeout"));
+  TUNE_RETURN_IF_ERROR(t.Bool("resume_from_checkpoint", &out->resume_from_checkpoint));
   std::string dir;
   TUNE_RETURN_IF_ERROR(t.String("working_dir", &dir));
   TUNE_RETURN_IF_ERROR(t.Expect(!t.Has("working_dir") || !dir.empty(), "working_dir", "a directory"));

@@ -193,7 +193,7 @@ const BadCase kCases[] = {
     {R"({"trial": {"command": ["prog", 1]}})", "trial.command[1]", "a string", "1"},
     {R"({"trial": {"command": [""]}})", "trial.command[0]", "a program name", "\"\""},
     {R"({"trial": {"command": ["prog", "--lr=${lrr}"]}})", "trial.command[1]",
-     "to name a parameter (lr, r, or trial_id, experiment, trial_dir)", "\"${lrr}\""},
+     "to name a parameter (lr, r, or trial_id, experiment, trial_dir, resume_from)", "\"${lrr}\""},
     {R"({"trial": {"command": ["prog", "${lr"]}})", "trial.command[1]", "closed by", "\"${lr\""},
     {R"({"trial": {"workers": 0}})", "trial.workers", "at least 1", "0"},
     {R"({"trial": {"max_retries": -1}})", "trial.max_retries", "at least 0", "-1"},
