@@ -47,6 +47,7 @@ struct TrialRecord {
   std::optional<int64_t> pruned_rung; // milestone it was stopped at
   std::string location;               // where it ran: "local:pid 123", "k8s:job/x"
   std::string message;                // why it failed / was pruned
+  int failed_attempts = 0;            // attempts that failed and were retried
 };
 
 // How many trials an experiment has in each state, and its best completed
@@ -68,6 +69,24 @@ struct StoredReport {
   // Empty if the report counts; else why it does not (see
   // AppendExcludedReport). Only ListTrialReports returns such reports.
   std::string excluded;
+};
+
+// One exploit of Population Based Training (docs/database.md, `exploits`):
+// trial `trial_id` continued from donor `donor_id`'s checkpoint at
+// `donor_step` with `after` as its parameters.
+struct StoredExploit {
+  int64_t id = 0;
+  // reports.id of the newest report stored before the exploit (0: none):
+  // where --resume replays it among the reports.
+  int64_t after_seq = 0;
+  TrialId trial_id = 0;
+  int trial_number = 0;
+  int64_t step = 0;  // the recipient's last reported step when exploited
+  TrialId donor_id = 0;
+  int donor_number = 0;
+  int64_t donor_step = 0;  // the step of the donor's checkpoint it copied
+  ParamMap before, after;
+  double time = 0;  // Unix seconds
 };
 
 class Storage {
@@ -110,6 +129,27 @@ class Storage {
   // value and last_step are cleared, so what counts from now on is only what
   // the new process reports. The trial must be running that attempt.
   virtual Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) = 0;
+  // running -> paused (the scheduler paused it, or PBT exploits into it):
+  // its process is gone and it waits to continue from its checkpoint. Its
+  // reports keep counting. `message` says why.
+  virtual Status PauseTrial(TrialId t, const std::string& message) = 0;
+  // pending or paused -> running, attempt `attempt` (as StartTrial), for an
+  // attempt that continues from a checkpoint at `through_step`: in the same
+  // transaction the previous attempt's counted reports with step <=
+  // through_step are copied into the new attempt (they count for it; the
+  // previous attempt's rows stay as they were), so the trial's curve holds
+  // what led to the checkpoint and what the new attempt reports after it.
+  virtual Status ContinueTrial(TrialId t, int attempt, const std::string& location, int64_t through_step) = 0;
+  // The trial (running or paused) takes `after` as its parameters from now
+  // on (params_json, trial_params), and the exploit is recorded with the
+  // parameters it had before.
+  virtual Status RecordExploit(TrialId t, int64_t step, TrialId donor, int64_t donor_step,
+                               const ParamMap& after) = 0;
+  // Every exploit of the experiment, in the order recorded.
+  virtual Result<std::vector<StoredExploit>> ListExploits(ExperimentId e) = 0;
+  // As RetryTrial, for an attempt that failed: also counts it in
+  // failed_attempts, which outlives --resume (trial.max_retries).
+  virtual Status RetryFailedTrial(TrialId t, const std::string& message) = 0;
   // A failed attempt that will be retried: running -> pending, the attempt's
   // reports kept but no longer part of Trial::intermediate (nor ListReports);
   // value and last_step cleared. Trial::attempt stays the failed attempt's
