@@ -132,8 +132,30 @@ constexpr const char kV4ToV5[] = R"sql(
 CREATE INDEX trials_by_value ON trials (experiment_id, state, value, number);
 )sql";
 
+// Version 6: checkpoint-aware trials and Population Based Training.
+// Failed attempts are counted (trial.max_retries holds across --resume); an
+// attempt that continues from a checkpoint starts with copies of the
+// reports that led to it (carried_from names the original); every PBT
+// exploit is recorded, with the report after which it happened.
+constexpr const char kV5ToV6[] = R"sql(
+ALTER TABLE trials ADD COLUMN failed_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE reports ADD COLUMN carried_from INTEGER;
+CREATE TABLE exploits (
+  id               INTEGER PRIMARY KEY,
+  trial_id         INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  step             INTEGER NOT NULL,
+  donor_trial_id   INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  donor_step       INTEGER NOT NULL,
+  params_before    TEXT    NOT NULL,
+  params_after     TEXT    NOT NULL,
+  after_report_id  INTEGER NOT NULL,
+  time             REAL    NOT NULL
+);
+CREATE INDEX exploits_by_trial ON exploits (trial_id);
+)sql";
+
 // kMigrations[i] takes a database from version i to version i + 1.
-constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5};
+constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5, kV5ToV6};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion,
               "one migration per schema version");
 

@@ -140,7 +140,12 @@ class SqliteStorage final : public Storage {
     return InsertReport(t, attempt, report, objective, reason);
   }
   Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) override;
-  Status RetryTrial(TrialId t, const std::string& message) override;
+  Status RetryTrial(TrialId t, const std::string& message) override { return Retry(t, message, false); }
+  Status RetryFailedTrial(TrialId t, const std::string& message) override { return Retry(t, message, true); }
+  Status PauseTrial(TrialId t, const std::string& message) override;
+  Status ContinueTrial(TrialId t, int attempt, const std::string& location, int64_t through_step) override;
+  Status RecordExploit(TrialId t, int64_t step, TrialId donor, int64_t donor_step, const ParamMap& after) override;
+  Result<std::vector<StoredExploit>> ListExploits(ExperimentId e) override;
   Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
                      std::optional<int64_t> pruned_rung, const std::string& message) override;
 
@@ -158,6 +163,11 @@ class SqliteStorage final : public Storage {
   Result<std::map<int, std::string>> ListTrackingRuns(ExperimentId e, const std::string& target) override;
 
  private:
+  Status Retry(TrialId t, const std::string& message, bool failed);
+  // StartTrial's checks and update, inside a transaction.
+  Status Start(TrialId t, int attempt, const std::string& location);
+  // Replaces trial_params and params_json of trial `t` by `params`.
+  void WriteParams(TrialId t, const ParamMap& params);
   // One report; `excluded` empty for a counted one, else why it does not count.
   Status InsertReport(TrialId t, int attempt, const MetricReport& report, std::optional<double> objective,
                       const std::string& excluded);
@@ -466,31 +476,217 @@ Result<Trial> SqliteStorage::CreateTrial(ExperimentId e, const ParamMap& params)
 }
 
 Status SqliteStorage::StartTrial(TrialId t, int attempt, const std::string& location) {
+  return Transact(true, [&]() -> Status { return Start(t, attempt, location); });
+}
+
+Status SqliteStorage::Start(TrialId t, int attempt, const std::string& location) {
+  TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+  if (row.state != TrialState::kPending && row.state != TrialState::kPaused) {
+    return Status::FailedPrecondition(TrialName(t, row) + " is " +
+                                      TrialStateName(row.state) + "; only a pending or " +
+                                      "paused trial can start");
+  }
+  // A retried or continued trial needs a new attempt number, so that the
+  // earlier attempt's reports stay out of the new one's learning curve.
+  bool again = row.started && (row.state == TrialState::kPending || row.state == TrialState::kPaused);
+  if (attempt < row.attempt || (again && attempt == row.attempt)) {
+    return Status::FailedPrecondition(
+        TrialName(t, row) + " cannot start attempt " + std::to_string(attempt) +
+        ": attempt " + std::to_string(row.attempt) + " was already made");
+  }
+  StmtScope s(Stmt(
+      "UPDATE trials SET state = 'running', attempt = ?, location = ?, "
+      "started_at = COALESCE(started_at, ?) WHERE id = ?"));
+  s->bind(1, attempt);
+  s->bind(2, location);
+  s->bind(3, Now());
+  s->bind(4, static_cast<int64_t>(t));
+  s->exec();
+  return Status::Ok();
+}
+
+Status SqliteStorage::ContinueTrial(TrialId t, int attempt, const std::string& location, int64_t through_step) {
   return Transact(true, [&]() -> Status {
     TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
-    if (row.state != TrialState::kPending && row.state != TrialState::kPaused) {
-      return Status::FailedPrecondition(TrialName(t, row) + " is " +
-                                        TrialStateName(row.state) + "; only a pending or " +
-                                        "paused trial can start");
+    const int previous = row.attempt;
+    TUNE_RETURN_IF_ERROR(Start(t, attempt, location));
+    std::vector<std::pair<int64_t, int64_t>> copies;  // (original id, copy id)
+    {
+      StmtScope s(Stmt(
+          "SELECT id, step, time, objective FROM reports WHERE trial_id = ? AND attempt = ? "
+          "AND excluded IS NULL AND step <= ? ORDER BY id"));
+      s->bind(1, static_cast<int64_t>(t));
+      s->bind(2, previous);
+      s->bind(3, static_cast<int64_t>(through_step));
+      struct Row { int64_t id, step; double time; std::optional<double> objective; };
+      std::vector<Row> rows;
+      while (s->executeStep()) {
+        rows.push_back({s->getColumn(0).getInt64(), s->getColumn(1).getInt64(), s->getColumn(2).getDouble(),
+                        OptDouble(s->getColumn(3))});
+      }
+      s->reset();
+      StmtScope insert(Stmt(
+          "INSERT INTO reports (trial_id, attempt, step, time, objective, carried_from) VALUES (?, ?, ?, ?, ?, ?)"));
+      for (const Row& r : rows) {
+        insert->reset();
+        insert->bind(1, static_cast<int64_t>(t));
+        insert->bind(2, attempt);
+        insert->bind(3, r.step);
+        insert->bind(4, r.time);
+        BindOpt(*insert, 5, r.objective);
+        insert->bind(6, r.id);
+        insert->exec();
+        copies.emplace_back(r.id, db_->getLastInsertRowid());
+      }
     }
-    // A retried trial needs a new attempt number, so that the failed
-    // attempt's reports stay out of the new one's learning curve.
-    bool retried = row.state == TrialState::kPending && row.started;
-    if (attempt < row.attempt || (retried && attempt == row.attempt)) {
-      return Status::FailedPrecondition(
-          TrialName(t, row) + " cannot start attempt " + std::to_string(attempt) +
-          ": attempt " + std::to_string(row.attempt) + " was already made");
+    {
+      StmtScope s(Stmt("INSERT INTO metrics (report_id, name, value) SELECT ?, name, value FROM metrics WHERE report_id = ?"));
+      for (const auto& [from, to] : copies) {
+        s->reset();
+        s->bind(1, to);
+        s->bind(2, from);
+        s->exec();
+      }
     }
+    // value and last_step as if the carried reports had just arrived.
     StmtScope s(Stmt(
-        "UPDATE trials SET state = 'running', attempt = ?, location = ?, "
-        "started_at = COALESCE(started_at, ?) WHERE id = ?"));
-    s->bind(1, attempt);
-    s->bind(2, location);
-    s->bind(3, Now());
-    s->bind(4, static_cast<int64_t>(t));
+        "UPDATE trials SET "
+        "last_step = (SELECT MAX(step) FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL), "
+        "value = (SELECT objective FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL "
+        "AND objective IS NOT NULL ORDER BY id DESC LIMIT 1) WHERE id = ?1"));
+    s->bind(1, static_cast<int64_t>(t));
+    s->bind(2, attempt);
     s->exec();
     return Status::Ok();
   });
+}
+
+Status SqliteStorage::PauseTrial(TrialId t, const std::string& message) {
+  return Transact(true, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    if (row.state != TrialState::kRunning) {
+      return Status::FailedPrecondition(TrialName(t, row) + " is " + TrialStateName(row.state) +
+                                        "; only a running trial can be paused");
+    }
+    StmtScope s(Stmt("UPDATE trials SET state = 'paused', message = ? WHERE id = ?"));
+    s->bind(1, message);
+    s->bind(2, static_cast<int64_t>(t));
+    s->exec();
+    return Status::Ok();
+  });
+}
+
+void SqliteStorage::WriteParams(TrialId t, const ParamMap& params) {
+  {
+    StmtScope s(Stmt("UPDATE trials SET params_json = ? WHERE id = ?"));
+    s->bind(1, ParamsToJson(params));
+    s->bind(2, static_cast<int64_t>(t));
+    s->exec();
+  }
+  {
+    StmtScope s(Stmt("DELETE FROM trial_params WHERE trial_id = ?"));
+    s->bind(1, static_cast<int64_t>(t));
+    s->exec();
+  }
+  StmtScope s(Stmt(
+      "INSERT INTO trial_params (trial_id, name, type, value_text, value_num) "
+      "VALUES (?, ?, ?, ?, ?)"));
+  for (const auto& [name, value] : params) {
+    s->reset();
+    s->bind(1, static_cast<int64_t>(t));
+    s->bind(2, name);
+    s->bind(3, ParamTypeName(value));
+    s->bind(4, ParamToString(value));
+    if (auto* i = std::get_if<int64_t>(&value)) {
+      s->bind(5, *i);
+    } else if (auto* d = std::get_if<double>(&value)) {
+      s->bind(5, *d);
+    } else if (auto* b = std::get_if<bool>(&value)) {
+      s->bind(5, static_cast<int64_t>(*b ? 1 : 0));
+    } else {
+      s->bind(5);
+    }
+    s->exec();
+  }
+}
+
+Status SqliteStorage::RecordExploit(TrialId t, int64_t step, TrialId donor, int64_t donor_step,
+                                    const ParamMap& after) {
+  for (const auto& [name, value] : after) {
+    if (!ParamIsStorable(value)) {
+      return Status::InvalidArgument("parameter '" + name + "' is " + ParamToString(value) +
+                                     "; only finite numbers can be stored");
+    }
+  }
+  return Transact(true, [&]() -> Status {
+    TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
+    if (row.state != TrialState::kRunning && row.state != TrialState::kPaused) {
+      return Status::FailedPrecondition(TrialName(t, row) + " is " + TrialStateName(row.state) +
+                                        "; only a running or paused trial can take a donor's checkpoint");
+    }
+    TUNE_ASSIGN_OR_RETURN(TrialRow donor_row, LoadTrial(donor));
+    if (donor_row.experiment_id != row.experiment_id) {
+      return Status::InvalidArgument(TrialName(donor, donor_row) + " is not in the experiment of " + TrialName(t, row));
+    }
+    std::string before;
+    {
+      StmtScope s(Stmt("SELECT params_json FROM trials WHERE id = ?"));
+      s->bind(1, static_cast<int64_t>(t));
+      s->executeStep();
+      before = s->getColumn(0).getString();
+    }
+    {
+      StmtScope s(Stmt(
+          "INSERT INTO exploits (trial_id, step, donor_trial_id, donor_step, params_before, params_after, "
+          "after_report_id, time) VALUES (?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(id), 0) FROM reports), ?)"));
+      s->bind(1, static_cast<int64_t>(t));
+      s->bind(2, static_cast<int64_t>(step));
+      s->bind(3, static_cast<int64_t>(donor));
+      s->bind(4, static_cast<int64_t>(donor_step));
+      s->bind(5, before);
+      s->bind(6, ParamsToJson(after));
+      s->bind(7, Now());
+      s->exec();
+    }
+    WriteParams(t, after);
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<StoredExploit>> SqliteStorage::ListExploits(ExperimentId e) {
+  std::vector<StoredExploit> out;
+  Status st = Transact(false, [&]() -> Status {
+    TUNE_RETURN_IF_ERROR(CheckExperiment(e));
+    StmtScope s(Stmt(
+        "SELECT x.id, x.after_report_id, x.trial_id, t.number, x.step, x.donor_trial_id, d.number, "
+        "x.donor_step, x.params_before, x.params_after, x.time FROM exploits x "
+        "JOIN trials t ON t.id = x.trial_id JOIN trials d ON d.id = x.donor_trial_id "
+        "WHERE t.experiment_id = ? ORDER BY x.id"));
+    s->bind(1, static_cast<int64_t>(e));
+    while (s->executeStep()) {
+      StoredExploit x;
+      x.id = s->getColumn(0).getInt64();
+      x.after_seq = s->getColumn(1).getInt64();
+      x.trial_id = s->getColumn(2).getInt64();
+      x.trial_number = s->getColumn(3).getInt();
+      x.step = s->getColumn(4).getInt64();
+      x.donor_id = s->getColumn(5).getInt64();
+      x.donor_number = s->getColumn(6).getInt();
+      x.donor_step = s->getColumn(7).getInt64();
+      auto before = ParamsFromJson(s->getColumn(8).getString());
+      auto after = ParamsFromJson(s->getColumn(9).getString());
+      if (!before.ok() || !after.ok()) {
+        return Status::Internal("exploit id " + std::to_string(x.id) + ": unreadable parameters");
+      }
+      x.before = std::move(before).value();
+      x.after = std::move(after).value();
+      x.time = s->getColumn(10).getDouble();
+      out.push_back(std::move(x));
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
 }
 
 Status SqliteStorage::InsertReport(TrialId t, int attempt, const MetricReport& report,
@@ -573,7 +769,7 @@ Status SqliteStorage::ExcludeAttemptReports(TrialId t, int attempt, const std::s
   });
 }
 
-Status SqliteStorage::RetryTrial(TrialId t, const std::string& message) {
+Status SqliteStorage::Retry(TrialId t, const std::string& message, bool failed) {
   return Transact(true, [&]() -> Status {
     TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
     if (row.state != TrialState::kRunning) {
@@ -582,10 +778,11 @@ Status SqliteStorage::RetryTrial(TrialId t, const std::string& message) {
                                         "; only a running trial can be retried");
     }
     StmtScope s(Stmt(
-        "UPDATE trials SET state = 'pending', message = ?, value = NULL, last_step = NULL "
-        "WHERE id = ?"));
+        "UPDATE trials SET state = 'pending', message = ?, value = NULL, last_step = NULL, "
+        "failed_attempts = failed_attempts + ? WHERE id = ?"));
     s->bind(1, message);
-    s->bind(2, static_cast<int64_t>(t));
+    s->bind(2, failed ? 1 : 0);
+    s->bind(3, static_cast<int64_t>(t));
     s->exec();
     return Status::Ok();
   });
@@ -672,6 +869,7 @@ Status ReadTrialRecord(SQLite::Statement& s, TrialRecord& r) {
   r.pruned_rung = OptInt(s.getColumn(9));
   r.location = s.getColumn(10).getString();
   r.message = s.getColumn(11).getString();
+  r.failed_attempts = s.getColumn(12).getInt();
   return Status::Ok();
 }
 
@@ -710,7 +908,7 @@ Result<TrialRecord> SqliteStorage::GetTrialSummary(TrialId t) {
   Status st = Transact(false, [&]() -> Status {
     StmtScope s(Stmt(
         "SELECT id, number, state, params_json, value, attempt, started_at, ended_at, "
-        "last_step, pruned_rung, location, message FROM trials WHERE id = ?"));
+        "last_step, pruned_rung, location, message, failed_attempts FROM trials WHERE id = ?"));
     s->bind(1, static_cast<int64_t>(t));
     if (!s->executeStep()) return Status::NotFound("trial id " + std::to_string(t) + " does not exist");
     TUNE_RETURN_IF_ERROR(ReadTrialRecord(*s, r));
@@ -766,7 +964,7 @@ Result<std::vector<TrialRecord>> SqliteStorage::ReadTrialRecords(ExperimentId e,
     {
       StmtScope s(Stmt(
           "SELECT id, number, state, params_json, value, attempt, started_at, ended_at, "
-          "last_step, pruned_rung, location, message FROM trials "
+          "last_step, pruned_rung, location, message, failed_attempts FROM trials "
           "WHERE experiment_id = ? ORDER BY number"));
       s->bind(1, static_cast<int64_t>(e));
       while (s->executeStep()) {

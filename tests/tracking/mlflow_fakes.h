@@ -213,6 +213,15 @@ class StorageProbe : public Storage {
     return real_->ExcludeAttemptReports(t, a, why);
   }
   Status RetryTrial(TrialId t, const std::string& m) override { return real_->RetryTrial(t, m); }
+  Status RetryFailedTrial(TrialId t, const std::string& m) override { return real_->RetryFailedTrial(t, m); }
+  Status PauseTrial(TrialId t, const std::string& m) override { return real_->PauseTrial(t, m); }
+  Status ContinueTrial(TrialId t, int a, const std::string& l, int64_t through) override {
+    return real_->ContinueTrial(t, a, l, through);
+  }
+  Status RecordExploit(TrialId t, int64_t step, TrialId donor, int64_t donor_step, const ParamMap& after) override {
+    return real_->RecordExploit(t, step, donor, donor_step, after);
+  }
+  Result<std::vector<StoredExploit>> ListExploits(ExperimentId e) override { return real_->ListExploits(e); }
   Status FinishTrial(TrialId t, TrialState s, std::optional<double> v, std::optional<int64_t> rung,
                      const std::string& m) override {
     return real_->FinishTrial(t, s, v, rung, m);
