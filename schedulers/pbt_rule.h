@@ -48,7 +48,7 @@ struct QuantileSplit {
 
 // The size of each quantile for n scored trials: 0 for n <= 1, else
 // ceil(n*q), lowered to floor(n/2) when above n/2 (Ray's _quantiles, with
-// the same double arithmetic: 10*0.3 is 3.0000000000000004, so 4).
+// the same double arithmetic: 25*0.28 is 7.000000000000001, so 8).
 size_t QuantileSize(size_t n, double quantile_fraction);
 
 // Ray's _quantiles: `scored` in the order the trials were added, sorted

@@ -1,0 +1,270 @@
+// PbtScheduler (schedulers/pbt_scheduler.h): Ray's on_trial_result
+// semantics, replay determinism, and the synch barrier fixes.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "schedulers/pbt_scheduler.h"
+
+namespace tune {
+namespace {
+
+Trial MakeTrial(int number, double lr) {
+  Trial t;
+  t.id = 500 + number;
+  t.number = number;
+  t.params = {{"lr", lr}, {"batch", int64_t{32}}};
+  return t;
+}
+
+PbtOptions Options(bool synch = false) {
+  PbtOptions o;
+  o.perturbation_interval = 10;
+  o.max_t = 100;
+  o.maximize = true;
+  o.seed = 42;
+  o.synch = synch;
+  o.hyperparam_mutations = {{"lr", FloatDistribution{1e-4, 1.0, true, {}}}};
+  return o;
+}
+
+TEST_CASE("ValidatePbtOptions names the field", "[pbt]") {
+  CHECK(ValidatePbtOptions(Options()).ok());
+  PbtOptions o = Options();
+  o.quantile_fraction = 0.6;
+  CHECK(ValidatePbtOptions(o).message().find("scheduler.quantile_fraction") != std::string::npos);
+  o = Options();
+  o.max_t = 0;
+  CHECK(ValidatePbtOptions(o).message().find("scheduler.max_t") != std::string::npos);
+  o = Options();
+  o.perturbation_factors = {1.2, -1};
+  CHECK(ValidatePbtOptions(o).message().find("scheduler.perturbation_factors") != std::string::npos);
+  o = Options();
+  o.hyperparam_mutations.clear();
+  CHECK(ValidatePbtOptions(o).message().find("scheduler.hyperparam_mutations") != std::string::npos);
+  o = Options();
+  o.resample_probability = 1.5;
+  CHECK(ValidatePbtOptions(o).message().find("scheduler.resample_probability") != std::string::npos);
+}
+
+TEST_CASE("A bottom trial at its interval exploits a donor from the top", "[pbt]") {
+  PbtScheduler pbt(Options());
+  std::vector<Trial> t;
+  for (int n = 0; n < 4; ++n) {
+    t.push_back(MakeTrial(n, 0.01 * (n + 1)));
+    pbt.OnTrialAdd(t.back());
+  }
+  // Between checks: continue, whatever the objective.
+  for (int n = 0; n < 4; ++n) CHECK(pbt.OnTrialResult(t[n], 5, n).action == Action::kContinue);
+  // Best first: with one scored trial there are no quantiles yet; then
+  // each newcomer is the worst of n = 2 and 3 (bottom of one trial).
+  CHECK(pbt.OnTrialResult(t[3], 10, 3).action == Action::kContinue);
+  for (int n = 2; n >= 1; --n) {
+    Decision d = pbt.OnTrialResult(t[n], 10, n);
+    CHECK(d.action == Action::kPause);
+    REQUIRE(d.exploit);
+    CHECK(d.exploit->donor == t[3].id);
+  }
+  // n = 4, q = 0.25: bottom {0}, top {3}.
+  Decision d = pbt.OnTrialResult(t[0], 10, 0.0);
+  CHECK(d.action == Action::kPause);
+  REQUIRE(d.exploit);
+  CHECK(d.exploit->donor == t[3].id);
+  // The donor's parameters, explored: lr from 0.04, batch copied.
+  const double lr = std::get<double>(d.exploit->params.at("lr"));
+  CHECK((lr == Approx(0.048) || lr == Approx(0.032) || (lr >= 1e-4 && lr <= 1.0)));
+  CHECK(d.exploit->params.at("batch") == ParamValue(int64_t{32}));
+  CHECK(d.reason.find("exploit trial 3") != std::string::npos);
+  // Only the trial at its interval is checked: trial 1 (now in the middle)
+  // reports again before its next interval and continues.
+  CHECK(pbt.OnTrialResult(t[1], 15, -5).action == Action::kContinue);
+
+  // The tuner carries it out: the recipient takes the donor's
+  // last_perturbation_time (10) and continues from step 10.
+  Trial recipient = t[0];
+  recipient.params = d.exploit->params;
+  pbt.OnTrialExploited(recipient, t[3], 10);
+  CHECK(pbt.CheckTimes(t[0].id) == std::make_pair(int64_t{10}, int64_t{10}));
+  CHECK(pbt.OnTrialResult(recipient, 19, 0.0).action == Action::kContinue);
+}
+
+TEST_CASE("No check before burn_in_period; max_t stops as completed", "[pbt]") {
+  PbtOptions o = Options();
+  o.burn_in_period = 30;
+  PbtScheduler pbt(o);
+  Trial good = MakeTrial(0, 0.1), bad = MakeTrial(1, 0.2);
+  pbt.OnTrialAdd(good);
+  pbt.OnTrialAdd(bad);
+  for (int64_t step : {10, 20, 29}) {
+    CHECK(pbt.OnTrialResult(good, step, 10).action == Action::kContinue);
+    Decision d = pbt.OnTrialResult(bad, step, -10);
+    CHECK(d.action == Action::kContinue);
+    CHECK(!d.exploit);
+  }
+  CHECK(pbt.OnTrialResult(good, 30, 10).action == Action::kContinue);
+  Decision d = pbt.OnTrialResult(bad, 30, -10);
+  REQUIRE(d.exploit);
+  CHECK(d.exploit->donor == good.id);
+  Decision stop = pbt.OnTrialResult(good, 100, 10);
+  CHECK(stop.action == Action::kStop);
+  CHECK(!stop.rung);
+  CHECK(stop.reason.find("max_t") != std::string::npos);
+}
+
+TEST_CASE("Asynchronous: a trial at its interval pauses while others wait", "[pbt]") {
+  PbtScheduler pbt(Options());
+  Trial a = MakeTrial(0, 0.1), b = MakeTrial(1, 0.2);
+  pbt.OnTrialAdd(a);
+  pbt.OnTrialAdd(b);
+  pbt.SetWaitingTrials(3);
+  CHECK(pbt.OnTrialResult(a, 5, 1).action == Action::kContinue);  // not at its interval
+  Decision d = pbt.OnTrialResult(a, 10, 1);
+  CHECK(d.action == Action::kPause);
+  CHECK(!d.exploit);
+  CHECK(d.reason.find("wait") != std::string::npos);
+  pbt.SetWaitingTrials(0);
+  CHECK(pbt.OnTrialResult(a, 20, 1).action == Action::kContinue);
+  // b, worst, exploits a; the donor has no checkpoint: b gets what it would
+  // have got without the exploit (pause, as trials wait).
+  pbt.SetWaitingTrials(1);
+  d = pbt.OnTrialResult(b, 10, 0);
+  CHECK(d.action == Action::kPause);
+  REQUIRE(d.exploit);
+  CHECK(pbt.OnExploitSkipped(b) == Action::kPause);
+  pbt.SetWaitingTrials(0);
+  d = pbt.OnTrialResult(b, 20, 0);
+  REQUIRE(d.exploit);
+  CHECK(pbt.OnExploitSkipped(b) == Action::kContinue);
+  CHECK(pbt.MayResume(a));
+  CHECK(pbt.UsesCheckpoints());
+}
+
+// Feeds a fixed event sequence (reports, exploits carried out as decided,
+// completions) and returns every decision, flattened to text.
+std::vector<std::string> Run(PbtScheduler& pbt, int population, bool replay_exploits) {
+  std::vector<Trial> t;
+  for (int n = 0; n < population; ++n) {
+    t.push_back(MakeTrial(n, 0.001 * (n + 1)));
+    pbt.OnTrialAdd(t.back());
+  }
+  std::vector<std::string> out;
+  for (int64_t step = 1; step <= 100; ++step) {
+    for (int n = 0; n < population; ++n) {
+      // Objective: better for lr near 0.01, plus the step.
+      const double lr = std::get<double>(t[n].params.at("lr"));
+      const double objective = step - 100 * std::abs(std::log10(lr) + 2) + 0.01 * ((n * 7 + step) % 5);
+      pbt.SetWaitingTrials(n % 2);
+      Decision d = pbt.OnTrialResult(t[n], step, objective);
+      std::string line = std::to_string(step) + "/" + std::to_string(n) + ":" +
+                         std::to_string(static_cast<int>(d.action));
+      if (d.exploit) {
+        line += " donor " + std::to_string(d.exploit->donor) + " " + ParamsToJson(d.exploit->params);
+        if (replay_exploits) {
+          t[n].params = d.exploit->params;
+          const Trial& donor = t[static_cast<size_t>(d.exploit->donor - 500)];
+          pbt.OnTrialExploited(t[n], donor, step);
+        }
+      }
+      out.push_back(line);
+    }
+  }
+  for (const Trial& x : t) pbt.OnTrialComplete(x);
+  return out;
+}
+
+TEST_CASE("Replay: two schedulers fed the same events decide the same", "[pbt]") {
+  PbtScheduler a(Options()), b(Options());
+  std::vector<std::string> da = Run(a, 6, true), db = Run(b, 6, true);
+  CHECK(da == db);
+  int exploits = 0;
+  for (const std::string& s : da) exploits += s.find("donor") != std::string::npos;
+  CHECK(exploits > 5);
+  // Another seed explores otherwise.
+  PbtOptions o = Options();
+  o.seed = 43;
+  PbtScheduler c(o);
+  CHECK(Run(c, 6, true) != da);
+}
+
+TEST_CASE("Synch: the population waits at the barrier; the last to arrive decides", "[pbt]") {
+  PbtOptions o = Options(true);
+  o.population = 4;
+  PbtScheduler pbt(o);
+  std::vector<Trial> t;
+  for (int n = 0; n < 4; ++n) {
+    t.push_back(MakeTrial(n, 0.01 * (n + 1)));
+    pbt.OnTrialAdd(t.back());
+  }
+  for (int n = 0; n < 3; ++n) {
+    Decision d = pbt.OnTrialResult(t[n], 10, n);
+    CHECK(d.action == Action::kPause);
+    CHECK(!d.exploit);
+    CHECK(!pbt.MayResume(t[n]));
+  }
+  CHECK(pbt.TakeExploits().empty());
+  // The last trial is the worst: it exploits in its own decision; the
+  // population moves on to 20.
+  Decision d = pbt.OnTrialResult(t[3], 10, -1);
+  CHECK(d.action == Action::kPause);
+  REQUIRE(d.exploit);
+  CHECK(d.exploit->donor == t[2].id);
+  CHECK(pbt.NextPerturbationSync() == 20);
+  for (int n = 0; n < 4; ++n) CHECK(pbt.MayResume(t[n]));
+  CHECK(pbt.TakeExploits().empty());
+
+  // Next interval: the worst arrives first and waits; the last decides for
+  // it through TakeExploits, once.
+  CHECK(pbt.OnTrialResult(t[0], 20, -5).action == Action::kPause);
+  CHECK(pbt.OnTrialResult(t[1], 20, 1).action == Action::kPause);
+  CHECK(pbt.OnTrialResult(t[2], 20, 2).action == Action::kPause);
+  d = pbt.OnTrialResult(t[3], 20, 3);
+  CHECK(!d.exploit);
+  auto taken = pbt.TakeExploits();
+  REQUIRE(taken.size() == 1);
+  CHECK(taken[0].first == t[0].id);
+  CHECK(taken[0].second.donor == t[3].id);
+  CHECK(pbt.TakeExploits().empty());
+  CHECK(pbt.OnExploitSkipped(t[0]) == Action::kPause);
+}
+
+TEST_CASE("Synch: a failed or finished trial does not hang the barrier (ray#12122, ray#23424)", "[pbt]") {
+  PbtOptions o = Options(true);
+  o.population = 3;
+  PbtScheduler pbt(o);
+  Trial a = MakeTrial(0, 0.1), b = MakeTrial(1, 0.2), c = MakeTrial(2, 0.3);
+  for (const Trial* x : {&a, &b, &c}) pbt.OnTrialAdd(*x);
+  CHECK(pbt.OnTrialResult(a, 10, 1).action == Action::kPause);
+  CHECK(pbt.OnTrialResult(b, 10, 2).action == Action::kPause);
+  CHECK(!pbt.MayResume(a));
+  CHECK(!pbt.MayResume(b));
+  // c fails before the barrier: the two waiting trials are perturbed.
+  pbt.OnTrialError(c);
+  CHECK(pbt.MayResume(a));
+  CHECK(pbt.MayResume(b));
+  auto taken = pbt.TakeExploits();
+  REQUIRE(taken.size() == 1);  // n = 2, q = 0.25: a exploits b
+  CHECK(taken[0].first == a.id);
+  CHECK(taken[0].second.donor == b.id);
+  // c is retried: it counts again from its next report, and the barrier
+  // waits for it at 20.
+  CHECK(pbt.OnTrialResult(c, 5, 0).action == Action::kContinue);
+  CHECK(pbt.OnTrialResult(a, 20, 1).action == Action::kPause);
+  CHECK(pbt.OnTrialResult(b, 20, 2).action == Action::kPause);
+  CHECK(!pbt.MayResume(a));
+  // c finishes (stopped by the tuner): released again.
+  pbt.OnTrialComplete(c);
+  CHECK(pbt.MayResume(a));
+  CHECK(pbt.NextPerturbationSync() == 30);
+
+  // Trials not created yet hold the barrier.
+  o.population = 5;
+  PbtScheduler lazy(o);
+  lazy.OnTrialAdd(a);
+  lazy.OnTrialAdd(b);
+  CHECK(lazy.OnTrialResult(a, 10, 1).action == Action::kPause);
+  Decision d = lazy.OnTrialResult(b, 10, 2);
+  CHECK(d.reason.find("waiting") != std::string::npos);
+  CHECK(!lazy.MayResume(a));
+}
+
+}  // namespace
+}  // namespace tune
