@@ -252,11 +252,13 @@ Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, Se
 Status ParseScheduler(const Reader& r, const Json* v, SchedulerSpec* out) {
   if (!v) return Status::Ok();
   TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "scheduler"));
-  TUNE_RETURN_IF_ERROR(s.Enum("type", {"fifo", "asha", "median"}, &out->type));
+  TUNE_RETURN_IF_ERROR(s.Enum("type", {"fifo", "asha", "median", "pbt"}, &out->type));
   const std::string context = "for type " + Quote(out->type);
   TUNE_RETURN_IF_ERROR(s.String("time_attr", &out->time_attr));
   if (out->type == "fifo") {
     TUNE_RETURN_IF_ERROR(s.AllowOnly({"type", "time_attr"}, context));
+  } else if (out->type == "pbt") {  // hyperparam_mutations: ParsePbtMutations
+    TUNE_RETURN_IF_ERROR(spec_internal::ParsePbtKeys(s, out));
   } else if (out->type == "asha") {
     TUNE_RETURN_IF_ERROR(s.AllowOnly(
         {"type", "time_attr", "max_t", "grace_period", "reduction_factor", "brackets"}, context));
@@ -370,6 +372,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   TUNE_RETURN_IF_ERROR(spec_internal::ParseParameters(r, *params, &spec.parameters));
   TUNE_RETURN_IF_ERROR(ParseSearch(r, top.Find("search"), spec.parameters, &spec.search));
   TUNE_RETURN_IF_ERROR(ParseScheduler(r, top.Find("scheduler"), &spec.scheduler));
+  TUNE_RETURN_IF_ERROR(spec_internal::ParsePbtMutations(r, top.Find("scheduler"), spec.parameters, &spec.scheduler));
   if (spec.scheduler.time_attr == spec.objective.metric) {
     return r.Fail("scheduler.time_attr", "a metric other than objective.metric",
                   Quote(spec.scheduler.time_attr));
@@ -395,6 +398,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
     TUNE_RETURN_IF_ERROR(spec_internal::ParseBackend(r, *backend, spec.base_dir, &spec.backend));
   }
   TUNE_RETURN_IF_ERROR(spec_internal::CheckBackendNeeds(r, spec));
+  TUNE_RETURN_IF_ERROR(spec_internal::CheckPbtLoraRank(r, spec));
   if (const Json* tracking = top.Find("tracking")) {
     TUNE_RETURN_IF_ERROR(spec_internal::ParseTracking(r, *tracking, &spec.tracking));
   }

@@ -70,8 +70,21 @@ struct SearchOptions {
 };
 
 struct SchedulerSpec {
-  std::string type = "fifo";  // fifo | asha | median
+  std::string type = "fifo";  // fifo | asha | median | pbt
   std::string time_attr = "step";
+  // pbt (Ray's PopulationBasedTraining defaults, but perturbation_interval
+  // counts time_attr steps); max_t is shared with asha, required for pbt.
+  int64_t perturbation_interval = 20;
+  int64_t burn_in_period = 0;
+  double quantile_fraction = 0.25;
+  double resample_probability = 0.25;
+  std::vector<double> perturbation_factors = {1.2, 0.8};
+  // The parameters explore changes, each with the distribution it is
+  // resampled from and clamped into: every parameter with its own when
+  // the key is absent (hyperparam_mutations_given false).
+  SearchSpace hyperparam_mutations;
+  bool hyperparam_mutations_given = false;
+  bool synch = false;
   // asha (Ray's AsyncHyperBandScheduler defaults)
   int64_t max_t = 100;
   int64_t grace_period = 1;

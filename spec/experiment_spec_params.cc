@@ -177,6 +177,10 @@ Status ParseOne(const Reader& r, const Json& v, const std::string& path, Distrib
 
 }  // namespace
 
+Status ParseDistribution(const Reader& r, const Json& v, const std::string& path, Distribution* out) {
+  return ParseOne(r, v, path, out);
+}
+
 Status ParseParameters(const Reader& r, const Json& v, SearchSpace* out) {
   const std::string path = "parameters";
   if (!v.is_object() || v.empty()) {

@@ -126,6 +126,18 @@ Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
 Status ParseBackend(const Reader& r, const Json& v, const std::string& base_dir, BackendSpec* out);
 // `tracking`: which outside trackers get the trials.
 Status ParseTracking(const Reader& r, const Json& v, TrackingSpec* out);
+// One distribution object as in `parameters` ({"type": "uniform", ...}) at
+// `path`.
+Status ParseDistribution(const Reader& r, const Json& v, const std::string& path, Distribution* out);
+// scheduler of type "pbt" (experiment_spec_pbt.cc): its keys but
+// hyperparam_mutations, with the unknown keys refused.
+Status ParsePbtKeys(const ObjectReader& s, SchedulerSpec* out);
+// scheduler.hyperparam_mutations of a pbt scheduler (`scheduler`: the
+// scheduler object, or null): every parameter of `params` when absent.
+Status ParsePbtMutations(const Reader& r, const Json* scheduler, const SearchSpace& params, SchedulerSpec* out);
+// Refuses a pbt experiment that mutates the parameter trial.command passes
+// to lora_train as --lora-r (a checkpoint holds adapters of one rank).
+Status CheckPbtLoraRank(const Reader& r, const ExperimentSpec& spec);
 // Checks between sections that depend on the backend type (image for
 // kubernetes; slots and GPUs for local).
 Status CheckBackendNeeds(const Reader& r, const ExperimentSpec& spec);

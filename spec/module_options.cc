@@ -55,4 +55,22 @@ MedianOptions MedianOptionsFrom(const ExperimentSpec& spec) {
   return o;
 }
 
+PbtOptions PbtOptionsFrom(const ExperimentSpec& spec, uint64_t seed) {
+  const SchedulerSpec& s = spec.scheduler;
+  PbtOptions o;
+  o.time_attr = s.time_attr;
+  o.perturbation_interval = s.perturbation_interval;
+  o.burn_in_period = s.burn_in_period;
+  o.quantile_fraction = s.quantile_fraction;
+  o.resample_probability = s.resample_probability;
+  o.perturbation_factors = s.perturbation_factors;
+  o.hyperparam_mutations = s.hyperparam_mutations;
+  o.synch = s.synch;
+  o.max_t = s.max_t;
+  o.population = spec.limits.max_trials;
+  o.maximize = spec.objective.mode == Mode::kMax;
+  o.seed = seed;
+  return o;
+}
+
 }  // namespace tune

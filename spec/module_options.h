@@ -12,6 +12,7 @@
 
 #include "schedulers/asha_options.h"
 #include "schedulers/median_stopping_options.h"
+#include "schedulers/pbt_options.h"
 #include "search/gp_options.h"
 #include "search/tpe_options.h"
 #include "spec/experiment_spec.h"
@@ -32,5 +33,12 @@ AshaOptions AshaOptionsFrom(const ExperimentSpec& spec, uint64_t seed);
 // scheduler.{time_attr, grace_period, min_samples_required, hard_stop} and
 // the objective's direction.
 MedianOptions MedianOptionsFrom(const ExperimentSpec& spec);
+
+// scheduler.{time_attr, max_t, perturbation_interval, burn_in_period,
+// quantile_fraction, resample_probability, perturbation_factors,
+// hyperparam_mutations, synch}, limits.max_trials (the population), the
+// objective's direction, and `seed` (the experiment's, which keys every
+// draw; the stored one on --resume).
+PbtOptions PbtOptionsFrom(const ExperimentSpec& spec, uint64_t seed);
 
 }  // namespace tune

@@ -7,6 +7,7 @@
 #include "schedulers/asha_scheduler.h"
 #include "schedulers/fifo_scheduler.h"
 #include "schedulers/median_stopping_rule.h"
+#include "schedulers/pbt_scheduler.h"
 #include "search/gp_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
@@ -58,6 +59,11 @@ Result<std::unique_ptr<Scheduler>> MakeScheduler(const ExperimentSpec& spec, uin
     AshaOptions o = AshaOptionsFrom(spec, seed);
     if (Status st = ValidateAshaOptions(o); !st.ok()) return Status::InvalidArgument(Where(spec) + ": " + st.message());
     return std::unique_ptr<Scheduler>(new AshaScheduler(std::move(o)));
+  }
+  if (s.type == "pbt") {
+    PbtOptions o = PbtOptionsFrom(spec, seed);
+    if (Status st = ValidatePbtOptions(o); !st.ok()) return Status::InvalidArgument(Where(spec) + ": " + st.message());
+    return std::unique_ptr<Scheduler>(new PbtScheduler(std::move(o)));
   }
   if (s.type == "median") {
     MedianOptions o = MedianOptionsFrom(spec);

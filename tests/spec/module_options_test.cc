@@ -119,4 +119,48 @@ TEST_CASE("module options: scheduler keys reach the median stopping rule", "[spe
   CHECK(d.maximize);
 }
 
+TEST_CASE("module options: pbt keys, the population, the direction and the seed reach PBT", "[spec]") {
+  const std::string text = R"({"name": "m", "objective": {"metric": "loss", "mode": "max"},
+    "parameters": {"lr": {"type": "loguniform", "low": 1e-5, "high": 1e-2},
+                   "lora_r": {"type": "choice", "values": [4, 8]}},
+    "trial": {"command": ["lora_train", "--lora-r", "${lora_r}", "--lr", "${lr}"]},
+    "limits": {"max_trials": 8},
+    "scheduler": {"type": "pbt", "max_t": 300, "perturbation_interval": 25, "burn_in_period": 50,
+                  "quantile_fraction": 0.5, "resample_probability": 0.1, "perturbation_factors": [1.5, 0.5],
+                  "synch": true, "hyperparam_mutations": {"lr": {"type": "loguniform", "low": 1e-6, "high": 1e-1}}}})";
+  const PbtOptions o = PbtOptionsFrom(MustParse(text), 77);
+  CHECK(o.max_t == 300);
+  CHECK(o.perturbation_interval == 25);
+  CHECK(o.burn_in_period == 50);
+  CHECK(o.quantile_fraction == 0.5);
+  CHECK(o.resample_probability == 0.1);
+  CHECK(o.perturbation_factors == std::vector<double>{1.5, 0.5});
+  CHECK(o.synch);
+  CHECK(o.population == 8);
+  CHECK(o.maximize);
+  CHECK(o.seed == 77);
+  REQUIRE(o.hyperparam_mutations.size() == 1);  // lora_r is not mutated: the spec is accepted
+  CHECK(std::get<FloatDistribution>(o.hyperparam_mutations.at("lr")).low == 1e-6);
+  CHECK(ValidatePbtOptions(o).ok());
+
+  // Defaults: Ray's, every searched parameter with its own distribution.
+  const PbtOptions d = PbtOptionsFrom(MustParse(Spec("min", "{}", R"({"type": "pbt", "max_t": 10})")), 1);
+  CHECK(d.perturbation_interval == 20);
+  CHECK(d.burn_in_period == 0);
+  CHECK(d.quantile_fraction == 0.25);
+  CHECK(d.resample_probability == 0.25);
+  CHECK(d.perturbation_factors == std::vector<double>{1.2, 0.8});
+  CHECK_FALSE(d.synch);
+  CHECK_FALSE(d.maximize);
+  REQUIRE(d.hyperparam_mutations.count("x") == 1);
+  CHECK(std::get<FloatDistribution>(d.hyperparam_mutations.at("x")).high == 1);
+  // A list of names takes their search distributions.
+  const std::string listed = R"({"name": "m", "parameters": {"a": {"type": "randint", "low": 1, "high": 9},
+      "b": {"type": "choice", "values": ["x", "y"]}}, "trial": {"command": ["p"]},
+      "scheduler": {"type": "pbt", "max_t": 10, "hyperparam_mutations": ["b"]}})";
+  const PbtOptions l = PbtOptionsFrom(MustParse(listed), 1);
+  REQUIRE(l.hyperparam_mutations.size() == 1);
+  CHECK(std::holds_alternative<CategoricalDistribution>(l.hyperparam_mutations.at("b")));
+}
+
 }  // namespace tune
