@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 constexpr size_t kLogWindowBytes = 256 * 1024;
 constexpr size_t kLogLineBytes = 8 * 1024;
 
-const TrialState kStates[] = {TrialState::kPending, TrialState::kRunning,   TrialState::kCompleted,
+const TrialState kStates[] = {TrialState::kPending, TrialState::kRunning,   TrialState::kPaused, TrialState::kCompleted,
                               TrialState::kPruned,  TrialState::kFailed,    TrialState::kStopped};
 
 Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
@@ -163,6 +163,22 @@ Json ImportanceJson(const std::optional<ExperimentSpec>& spec, const std::vector
   return j;
 }
 
+// Every exploit of the experiment, in the order recorded: who took whose
+// checkpoint at what step, and the parameters before and after.
+Json LineageJson(const std::vector<StoredExploit>& exploits) {
+  Json out = Json::array();
+  for (const StoredExploit& x : exploits) {
+    out.push_back({{"trial", x.trial_number},
+                   {"at_step", x.step},
+                   {"donor", x.donor_number},
+                   {"donor_step", x.donor_step},
+                   {"before", ParamsJson(x.before)},
+                   {"after", ParamsJson(x.after)},
+                   {"time", Num(x.time)}});
+  }
+  return out;
+}
+
 // A rank's log as the page shows it: the last lines, whether some were
 // left out, or why the file was not read.
 struct LogTail {
@@ -265,9 +281,12 @@ std::string Dump(const Json& j) { return DumpJson(j); }
 
 // One trial's document: its row, every report, its log tails.
 Result<Json> TrialDoc(Storage& storage, const std::string& runs_dir, const ExperimentRecord& e,
-                      const std::optional<ExperimentSpec>& spec, const TrialRecord& record, int log_lines) {
+                      const std::optional<ExperimentSpec>& spec, const TrialRecord& record,
+                      const std::vector<ScheduleEntry>& schedule, int log_lines) {
   TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> reports, storage.ListTrialReports(record.trial.id));
   Json j = TrialRow(record);
+  j["failed_attempts"] = record.failed_attempts;
+  j["schedule"] = ScheduleJson(schedule);
   j["experiment"] = e.name;
   j["metric"] = spec ? spec->objective.metric : ObjectiveSpec{}.metric;
   j["current_attempt"] = record.trial.attempt;
@@ -353,6 +372,10 @@ Result<std::string> DashboardData::Experiment(const std::string& name) {
   }
   j["trial_rows"] = rows;
   j["curves"] = curves;
+  TUNE_ASSIGN_OR_RETURN(std::vector<StoredExploit> exploits, storage_.ListExploits(e.id));
+  const TrialRecord* best = BestTrial(records, ObjectiveOf(spec).mode);
+  j["best_schedule"] = best ? ScheduleJson(TrialScheduleOf(best->trial, exploits)) : Json(nullptr);
+  j["lineage"] = LineageJson(exploits);
   j["importance"] = ImportanceJson(spec, records);
   return Dump(j);
 }
@@ -362,7 +385,9 @@ Result<std::string> DashboardData::TrialDetail(const std::string& experiment, in
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialSummaries(e.id));
   for (const TrialRecord& r : records) {
     if (r.trial.number != number) continue;
-    TUNE_ASSIGN_OR_RETURN(Json j, TrialDoc(storage_, runs_dir_, e, SpecOf(e), r, log_lines));
+    TUNE_ASSIGN_OR_RETURN(std::vector<StoredExploit> exploits, storage_.ListExploits(e.id));
+    TUNE_ASSIGN_OR_RETURN(Json j, TrialDoc(storage_, runs_dir_, e, SpecOf(e), r, TrialScheduleOf(r.trial, exploits),
+                                           log_lines));
     return Dump(j);
   }
   return Status::NotFound("experiment '" + experiment + "' has no trial " + std::to_string(number));
@@ -375,8 +400,10 @@ Result<std::string> DashboardData::AllTrialDetails(const std::string& experiment
   Json all = Json::object();
   Json::object_t& detail_of = all.get_ref<Json::object_t&>();  // appended as in Experiment()
   detail_of.reserve(records.size());
+  TUNE_ASSIGN_OR_RETURN(std::vector<StoredExploit> exploits, storage_.ListExploits(e.id));
+  const auto by_trial = ExploitsByTrial(std::move(exploits));
   for (const TrialRecord& r : records) {
-    TUNE_ASSIGN_OR_RETURN(Json j, TrialDoc(storage_, runs_dir_, e, spec, r, log_lines));
+    TUNE_ASSIGN_OR_RETURN(Json j, TrialDoc(storage_, runs_dir_, e, spec, r, ScheduleOf(r.trial, by_trial), log_lines));
     detail_of.emplace_back(std::to_string(r.trial.number), std::move(j));
   }
   return Dump(all);

@@ -34,12 +34,17 @@ class DashboardData {
   // each bracket), "trials" (one row each: params, value, state, rung,
   // attempts, times, message), "curves" (number -> [[step, objective]]:
   // the counted reports of the current attempt; reports past max_t are
-  // not part of it) and "importance" (PED-ANOVA, or {"error": why not}).
+  // not part of it), "importance" (PED-ANOVA, or {"error": why not}),
+  // "lineage" (every PBT exploit in the order recorded: {"trial",
+  // "at_step", "donor", "donor_step", "before", "after", "time"}) and
+  // "best_schedule" (the best trial's schedule, ScheduleJson; null without
+  // a best trial).
   Result<std::string> Experiment(const std::string& name);
 
   // One trial: its row, every report of every attempt with all its
-  // metrics ("excluded" says why a report does not count), and the last
-  // `log_lines` lines of each rank's log.
+  // metrics ("excluded" says why a report does not count), its
+  // "schedule" (ScheduleJson, dashboard/results_query.h), "failed_attempts",
+  // and the last `log_lines` lines of each rank's log.
   Result<std::string> TrialDetail(const std::string& experiment, int number, int log_lines = 200);
 
   // Changes whenever another connection commits to the database

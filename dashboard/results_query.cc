@@ -29,6 +29,33 @@ nlohmann::ordered_json ParamsJson(const ParamMap& params) {
   return out;
 }
 
+std::map<TrialId, std::vector<StoredExploit>> ExploitsByTrial(std::vector<StoredExploit> exploits) {
+  std::map<TrialId, std::vector<StoredExploit>> out;
+  for (StoredExploit& x : exploits) out[x.trial_id].push_back(std::move(x));
+  return out;
+}
+
+std::vector<ScheduleEntry> ScheduleOf(const Trial& trial, const std::map<TrialId, std::vector<StoredExploit>>& by_trial) {
+  auto it = by_trial.find(trial.id);
+  if (it == by_trial.end()) return TrialScheduleOf(trial, {});
+  return TrialScheduleOf(trial, it->second);
+}
+
+nlohmann::ordered_json ScheduleJson(const std::vector<ScheduleEntry>& schedule) {
+  using Json = nlohmann::ordered_json;
+  Json out = Json::array();
+  for (const ScheduleEntry& s : schedule) {
+    Json j;
+    j["step"] = s.step;
+    j["params"] = ParamsJson(s.params);
+    j["donor"] = s.donor ? Json(*s.donor) : Json(nullptr);
+    j["donor_step"] = s.donor_step ? Json(*s.donor_step) : Json(nullptr);
+    j["at_step"] = s.at_step ? Json(*s.at_step) : Json(nullptr);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 Result<PedAnovaResult> ImportancesOf(const ExperimentSpec& spec, const std::vector<TrialRecord>& records) {
   History trials;
   trials.reserve(records.size());

@@ -8,6 +8,7 @@
 // thread-safe.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "search/ped_anova.h"
 #include "spec/experiment_spec.h"
 #include "storage/storage.h"
+#include "storage/trial_schedule.h"
 
 namespace tune {
 
@@ -35,6 +37,23 @@ int AttemptsOf(const TrialRecord& r);
 // `tune trials --format json`, the dashboard's rows).
 nlohmann::ordered_json ParamsJson(const ParamMap& params);
 nlohmann::ordered_json ParamJson(const ParamValue& value);
+
+// The experiment's exploits grouped by recipient (trial id), each group in
+// the order recorded: one pass, so that the schedules of n trials cost
+// O(n + exploits) rather than O(n * exploits).
+std::map<TrialId, std::vector<StoredExploit>> ExploitsByTrial(std::vector<StoredExploit> exploits);
+
+// The schedule of `trial` (TrialScheduleOf) from the grouping above.
+std::vector<ScheduleEntry> ScheduleOf(const Trial& trial, const std::map<TrialId, std::vector<StoredExploit>>& by_trial);
+
+// A schedule as JSON (docs/experiment.md, "A trial's schedule"): an array
+// of {"step", "params", "donor", "donor_step", "at_step"}, the first entry
+// step 0 with the trial's first parameters and donor, donor_step and
+// at_step null; each later entry one exploit: from `step` (the donor's
+// checkpoint step) on, the trial ran with `params`, continued from trial
+// `donor`'s checkpoint-`donor_step`, after reaching its own step
+// `at_step`. Params are typed as ParamsJson has them.
+nlohmann::ordered_json ScheduleJson(const std::vector<ScheduleEntry>& schedule);
 
 // PED-ANOVA importances (search/ped_anova.h) of the completed trials of
 // `records` over the parameters of `spec`, in the objective's direction.

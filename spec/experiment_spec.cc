@@ -252,7 +252,7 @@ Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, Se
 Status ParseScheduler(const Reader& r, const Json* v, SchedulerSpec* out) {
   if (!v) return Status::Ok();
   TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "scheduler"));
-  TUNE_RETURN_IF_ERROR(s.Enum("type", {"fifo", "asha", "median", "pbt"}, &out->type));
+  TUNE_RETURN_IF_ERROR(s.Enum("type", {"fifo", "asha", "median", "replay", "pbt"}, &out->type));
   const std::string context = "for type " + Quote(out->type);
   TUNE_RETURN_IF_ERROR(s.String("time_attr", &out->time_attr));
   if (out->type == "fifo") {
@@ -273,6 +273,10 @@ Status ParseScheduler(const Reader& r, const Json* v, SchedulerSpec* out) {
         s.Expect(out->reduction_factor > 1, "reduction_factor", "a number above 1"));
     TUNE_RETURN_IF_ERROR(s.Int("brackets", &out->brackets));
     TUNE_RETURN_IF_ERROR(s.Expect(out->brackets >= 1, "brackets", "an integer of at least 1"));
+  } else if (out->type == "replay") {  // its schedule: ParseReplaySchedule
+    TUNE_RETURN_IF_ERROR(s.AllowOnly({"type", "time_attr", "max_t", "schedule"}, context));
+    TUNE_RETURN_IF_ERROR(s.Int("max_t", &out->max_t));
+    TUNE_RETURN_IF_ERROR(s.Expect(out->max_t >= 1, "max_t", "an integer of at least 1"));
   } else {
     TUNE_RETURN_IF_ERROR(s.AllowOnly(
         {"type", "time_attr", "grace_period", "min_samples_required", "hard_stop"}, context));
@@ -285,6 +289,37 @@ Status ParseScheduler(const Reader& r, const Json* v, SchedulerSpec* out) {
     TUNE_RETURN_IF_ERROR(s.Bool("hard_stop", &out->hard_stop));
   }
   return s.Expect(NoSpace(out->time_attr), "time_attr", "a metric name without spaces, '=' or ','");
+}
+
+// scheduler.schedule of type "replay" (`tune replay`): a non-empty array of
+// {"step": S, "params": {...}}, steps increasing, each params object naming
+// parameters of `params` with values in their domains.
+Status ParseReplaySchedule(const Reader& r, const Json* v, const SearchSpace& params, SchedulerSpec* out) {
+  if (!v || out->type != "replay") return Status::Ok();
+  const Json* schedule = v->is_object() && v->contains("schedule") ? &(*v)["schedule"] : nullptr;
+  if (!schedule) return r.Missing("scheduler.schedule", "an array of {\"step\", \"params\"}");
+  if (!schedule->is_array() || schedule->empty()) {
+    return r.FailValue("scheduler.schedule", "a non-empty array of {\"step\", \"params\"}", *schedule);
+  }
+  Json points = Json::array();
+  for (size_t i = 0; i < schedule->size(); ++i) {
+    const std::string path = "scheduler.schedule[" + std::to_string(i) + "]";
+    TUNE_ASSIGN_OR_RETURN(ObjectReader e, ObjectReader::Make(r, (*schedule)[i], path));
+    TUNE_RETURN_IF_ERROR(e.AllowOnly({"step", "params"}));
+    int64_t step = 0;
+    TUNE_RETURN_IF_ERROR(e.Int("step", &step, Need::kRequired));
+    const int64_t after = out->replay_schedule.empty() ? 0 : out->replay_schedule.back().first;
+    TUNE_RETURN_IF_ERROR(e.Expect(step > after, "step", "an integer above " + std::to_string(after) +
+                                                            " (the steps increase)"));
+    const Json* p = e.Find("params");
+    if (!p) return r.Missing(e.PathOf("params"), "an object of parameter values");
+    out->replay_schedule.emplace_back(step, ParamMap{});
+    points.push_back(*p);
+  }
+  std::vector<ParamMap> maps;
+  TUNE_RETURN_IF_ERROR(spec_internal::ParsePoints(r, points, "scheduler.schedule[].params", params, &maps));
+  for (size_t i = 0; i < maps.size(); ++i) out->replay_schedule[i].second = std::move(maps[i]);
+  return Status::Ok();
 }
 
 Status ParseLimits(const Reader& r, const Json* v, LimitsSpec* out, bool* max_trials_given) {
@@ -372,6 +407,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   TUNE_RETURN_IF_ERROR(spec_internal::ParseParameters(r, *params, &spec.parameters));
   TUNE_RETURN_IF_ERROR(ParseSearch(r, top.Find("search"), spec.parameters, &spec.search));
   TUNE_RETURN_IF_ERROR(ParseScheduler(r, top.Find("scheduler"), &spec.scheduler));
+  TUNE_RETURN_IF_ERROR(ParseReplaySchedule(r, top.Find("scheduler"), spec.parameters, &spec.scheduler));
   TUNE_RETURN_IF_ERROR(spec_internal::ParsePbtMutations(r, top.Find("scheduler"), spec.parameters, &spec.scheduler));
   if (spec.scheduler.time_attr == spec.objective.metric) {
     return r.Fail("scheduler.time_attr", "a metric other than objective.metric",

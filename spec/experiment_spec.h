@@ -95,6 +95,9 @@ struct SchedulerSpec {
   // the key is absent.
   int min_samples_required = 3;
   bool hard_stop = true;
+  // replay (what `tune replay` writes): (step, parameters) changes in
+  // increasing order of step; max_t is the step budget, as for asha.
+  std::vector<std::pair<int64_t, ParamMap>> replay_schedule;
 };
 
 struct LimitsSpec {

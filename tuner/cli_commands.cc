@@ -79,9 +79,21 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
     out << " (time_attr " << sch.time_attr << ", max_t " << sch.max_t << ", grace_period " << sch.grace_period
         << ", reduction_factor " << Fmt(sch.reduction_factor) << ", brackets " << sch.brackets << ")";
     DescribeRungs(spec, out);
+  } else if (sch.type == "replay") {
+    out << " (time_attr " << sch.time_attr << ", max_t " << sch.max_t << ")";
+    for (const auto& [step, params] : sch.replay_schedule)
+      out << "\n              from " << sch.time_attr << " " << step << ": " << ParamsShort(params);
   } else if (sch.type == "median") {
     out << " (time_attr " << sch.time_attr << ", grace_period " << sch.grace_period << ", min_samples_required "
         << sch.min_samples_required << ", hard_stop " << (sch.hard_stop ? "true" : "false") << ")";
+  } else if (sch.type == "pbt") {
+    out << " (time_attr " << sch.time_attr << ", max_t " << sch.max_t << ", perturbation_interval "
+        << sch.perturbation_interval << ", burn_in_period " << sch.burn_in_period << ", quantile_fraction "
+        << Fmt(sch.quantile_fraction) << ", resample_probability " << Fmt(sch.resample_probability)
+        << ", perturbation_factors [";
+    for (size_t i = 0; i < sch.perturbation_factors.size(); ++i) out << (i ? ", " : "") << Fmt(sch.perturbation_factors[i]);
+    out << "], " << (sch.synch ? "synchronous" : "asynchronous") << ", population " << spec.limits.max_trials << ")";
+    for (const auto& [name, dist] : sch.hyperparam_mutations) out << "\n              mutates " << name << " in " << Describe(dist);
   }
   out << "\n  limits      max_trials " << spec.limits.max_trials << ", max_concurrent_trials "
       << spec.limits.max_concurrent_trials;
@@ -124,6 +136,11 @@ int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
 int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
   auto storage = OpenExisting(args.db_path);
   if (!storage.ok()) return Fail(err, storage.status());
+  if (args.trial) {
+    if (args.format == "csv") return Fail(err, Status::InvalidArgument("--trial: --format csv lists trials; use table or json"));
+    Status st = PrintTrial(**storage, args.experiment, *args.trial, args.format, out);
+    return st.ok() ? kExitOk : Fail(err, st);
+  }
   TrialListing listing;
   if (!args.state.empty()) listing.state = ParseTrialState(args.state);
   listing.best_first = args.sort == "value";

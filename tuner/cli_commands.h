@@ -28,6 +28,16 @@ struct QueryArgs {
   std::string state;       // trials: filter, empty = all
   std::string sort = "number";  // trials: "number" or "value" (best first)
   int limit = 0;           // trials: at most this many rows; 0 = all
+  std::optional<int> trial;  // trials: only this trial's details (tune trials --trial N)
+};
+
+// `tune replay`: an experiment.json that replays trial `trial`'s schedule
+// on one trial (docs/experiment.md, "Replaying a trial's schedule").
+struct ReplayArgs {
+  std::optional<std::string> db_path;  // unset: ./tune.db
+  std::string experiment;  // empty: the latest experiment
+  int trial = 0;
+  std::string out_path;    // empty: stdout
 };
 
 // `tune cleanup`: deletes the Kubernetes objects labelled with experiments
@@ -46,6 +56,9 @@ int CleanupCommand(const CleanupArgs& args, std::ostream& out, std::ostream& err
 int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& err);
 int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
+// Exit 0 when written, 2 for an unknown experiment or trial, or a stored
+// spec that does not parse with this tune.
+int ReplayCommand(const ReplayArgs& args, std::ostream& out, std::ostream& err);
 int StatusCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 int ImportanceCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);
 // tune export tensorboard --out DIR: event files of a stored experiment.

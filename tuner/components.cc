@@ -8,6 +8,7 @@
 #include "schedulers/fifo_scheduler.h"
 #include "schedulers/median_stopping_rule.h"
 #include "schedulers/pbt_scheduler.h"
+#include "schedulers/replay_scheduler.h"
 #include "search/gp_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
@@ -69,6 +70,11 @@ Result<std::unique_ptr<Scheduler>> MakeScheduler(const ExperimentSpec& spec, uin
     MedianOptions o = MedianOptionsFrom(spec);
     if (Status st = ValidateMedianOptions(o); !st.ok()) return Status::InvalidArgument(Where(spec) + ": " + st.message());
     return std::unique_ptr<Scheduler>(new MedianStoppingRule(std::move(o)));
+  }
+  if (s.type == "replay") {  // `tune replay`'s schedule (schedulers/replay_scheduler.h)
+    std::vector<ReplayChange> changes;
+    for (const auto& [step, params] : s.replay_schedule) changes.push_back({step, params});
+    return std::unique_ptr<Scheduler>(new ReplayScheduler(std::move(changes)));
   }
   return Status::InvalidArgument(Where(spec) + ": scheduler.type: '" + s.type + "' is not available in this build");
 }

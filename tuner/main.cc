@@ -103,7 +103,7 @@ int Main(int argc, char** argv) {
   auto* trials_cmd = app.add_subcommand("trials", "List the trials of an experiment");
   add_query(trials_cmd, true);
   trials_cmd->add_option("--state", query.state, "Only trials in this state")
-      ->check(CLI::IsMember({"pending", "running", "completed", "pruned", "failed", "stopped"}));
+      ->check(CLI::IsMember({"pending", "running", "paused", "completed", "pruned", "failed", "stopped"}));
   trials_cmd->add_option("--format", query.format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->default_val("table");
@@ -113,6 +113,8 @@ int Main(int argc, char** argv) {
       ->default_val("number");
   trials_cmd->add_option("--limit", query.limit, "At most this many trials, after sorting (0: all)")
       ->default_val(0);
+  trials_cmd->add_option("--trial", query.trial,
+                         "Only this trial (its number): every detail, and its schedule when PBT changed its parameters");
   auto* importance_cmd =
       app.add_subcommand("importance", "Which parameters set the best trials apart (PED-ANOVA, as Optuna's default)");
   add_query(importance_cmd, true);
@@ -150,6 +152,14 @@ int Main(int argc, char** argv) {
   katib_cmd->add_option("experiment", import_path, "EXPERIMENT.yaml")->required();
   katib_cmd->add_option("-o,--output", import_out, "Write experiment.json here (default: stdout)");
 
+  tune::ReplayArgs replay;
+  auto* replay_cmd = app.add_subcommand(
+      "replay", "Write an experiment.json that replays one trial's parameter schedule on one trial (PBT)");
+  replay_cmd->add_option("--db", replay.db_path, "SQLite results database (default: ./tune.db)");
+  replay_cmd->add_option("--experiment,-e", replay.experiment, "Experiment name (default: the latest one)");
+  replay_cmd->add_option("--trial", replay.trial, "Trial number whose schedule to replay")->required();
+  replay_cmd->add_option("-o,--output", replay.out_path, "Write experiment.json here (default: stdout)");
+
   tune::DashboardArgs dashboard;
   auto* dashboard_cmd = app.add_subcommand("dashboard", "Serve the results as a live web page (read-only)");
   dashboard_cmd->add_option("--db", dashboard.db_path, "SQLite results database (default: ./tune.db)");
@@ -180,7 +190,7 @@ int Main(int argc, char** argv) {
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       what = std::string("unknown command '") + argv[1] +
-             "' (expected run, validate, best, trials, importance, status, dashboard, report, export, render, import or cleanup)";
+             "' (expected run, validate, best, trials, importance, status, dashboard, report, export, render, import, replay or cleanup)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -217,6 +227,7 @@ int Main(int argc, char** argv) {
   if (*export_ml_cmd) return tune::ExportMlflowCommand(query, export_uri, std::cout, std::cerr);
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
   if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
+  if (*replay_cmd) return tune::ReplayCommand(replay, std::cout, std::cerr);
   if (*cleanup_cmd) return tune::CleanupCommand(cleanup, std::cout, std::cerr);
   return 2;
 }

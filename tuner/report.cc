@@ -112,7 +112,47 @@ std::vector<std::string> ParamNames(const std::vector<TrialRecord>& records) {
   return names;
 }
 
+// A trial's object in `tune trials --format json` and `tune trials --trial N
+// --format json`.
+Json TrialJson(const TrialRecord& r, const std::vector<ScheduleEntry>& schedule, double now) {
+  Json j;
+  j["number"] = r.trial.number;
+  j["trial_id"] = r.trial.id;
+  j["state"] = TrialStateName(r.trial.state);
+  j["value"] = OptJson(r.trial.value);
+  j["last_step"] = OptJson(r.last_step);
+  j["pruned_rung"] = OptJson(r.pruned_rung);
+  j["attempts"] = AttemptsOf(r);
+  j["failed_attempts"] = r.failed_attempts;
+  j["duration_s"] = OptJson(Duration(r, now));
+  j["started_at"] = OptJson(r.started_at);
+  j["ended_at"] = OptJson(r.ended_at);
+  j["location"] = r.location;
+  j["message"] = r.message;
+  j["params"] = ParamsJson(r.trial.params);
+  j["schedule"] = ScheduleJson(schedule);
+  return j;
+}
+
 }  // namespace
+
+std::string ScheduleText(const std::vector<ScheduleEntry>& schedule, const std::string& indent) {
+  std::string text;
+  for (const ScheduleEntry& s : schedule) {
+    text += indent + "from step " + std::to_string(s.step) + ":";
+    bool first = true;
+    for (const auto& [name, value] : s.params) {
+      text += (first ? " " : ", ") + name + "=" + Short(value);
+      first = false;
+    }
+    if (s.donor) {
+      text += " (from trial " + std::to_string(*s.donor) + "'s checkpoint-" +
+              std::to_string(s.donor_step.value_or(s.step)) + ")";
+    }
+    text += "\n";
+  }
+  return ValidUtf8(text);
+}
 
 Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& name) {
   if (!name.empty()) return storage.FindExperiment(name);
@@ -176,6 +216,8 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
                                       std::to_string(records.size()) + " trials so far)");
   }
   const Trial& t = best->trial;
+  TUNE_ASSIGN_OR_RETURN(std::vector<StoredExploit> exploits, storage.ListExploits(e.id));
+  const std::vector<ScheduleEntry> schedule = TrialScheduleOf(t, exploits);
   if (format == "json") {
     Json j;
     j["experiment"] = e.name;
@@ -185,6 +227,7 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
     j["metric"] = obj.metric;
     j["mode"] = ModeName(obj.mode);
     j["params"] = ParamsJson(t.params);
+    j["schedule"] = ScheduleJson(schedule);
     out << DumpJson(j, 2) << "\n";
     return Status::Ok();
   }
@@ -200,6 +243,9 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
   }
   std::ostringstream text;
   PrintTable(rows, text);
+  // Population Based Training changed its parameters on the way: the final
+  // ones alone would not reproduce it (ray#9178).
+  if (schedule.size() > 1) text << "schedule\n" << ScheduleText(schedule, "  ");
   out << text.str();
   return Status::Ok();
 }
@@ -249,24 +295,10 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
   std::ostringstream text;
 
   if (format == "json") {
+    TUNE_ASSIGN_OR_RETURN(std::vector<StoredExploit> exploits, storage.ListExploits(e.id));
+    const auto by_trial = ExploitsByTrial(std::move(exploits));
     Json arr = Json::array();
-    for (const TrialRecord& r : records) {
-      Json j;
-      j["number"] = r.trial.number;
-      j["trial_id"] = r.trial.id;
-      j["state"] = TrialStateName(r.trial.state);
-      j["value"] = OptJson(r.trial.value);
-      j["last_step"] = OptJson(r.last_step);
-      j["pruned_rung"] = OptJson(r.pruned_rung);
-      j["attempts"] = AttemptsOf(r);
-      j["duration_s"] = OptJson(Duration(r, now));
-      j["started_at"] = OptJson(r.started_at);
-      j["ended_at"] = OptJson(r.ended_at);
-      j["location"] = r.location;
-      j["message"] = r.message;
-      j["params"] = ParamsJson(r.trial.params);
-      arr.push_back(std::move(j));
-    }
+    for (const TrialRecord& r : records) arr.push_back(TrialJson(r, ScheduleOf(r.trial, by_trial), now));
     text << DumpJson(arr, 2) << "\n";
   } else if (format == "csv") {
     std::vector<std::string> header = {"number",    "trial_id",   "state",      "value",
@@ -335,6 +367,54 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
   return Status::Ok();
 }
 
+Status PrintTrial(Storage& storage, const std::string& experiment, int number, const std::string& format,
+                  std::ostream& out) {
+  if (format != "table" && format != "json") {
+    return Status::InvalidArgument("unknown format '" + format + "' for trials --trial: use table or json");
+  }
+  TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
+  const Objective obj = ObjectiveOf(e, std::nullopt);
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialSummaries(e.id));
+  auto it = std::find_if(records.begin(), records.end(),
+                         [number](const TrialRecord& r) { return r.trial.number == number; });
+  if (it == records.end()) {
+    return Status::NotFound("experiment '" + e.name + "' has no trial " + std::to_string(number) + " (it has " +
+                            std::to_string(records.size()) + " trials, numbered from 0)");
+  }
+  const TrialRecord& r = *it;
+  TUNE_ASSIGN_OR_RETURN(std::vector<StoredExploit> exploits, storage.ListExploits(e.id));
+  const std::vector<ScheduleEntry> schedule = TrialScheduleOf(r.trial, exploits);
+  const double now = Now();
+  std::ostringstream text;
+  if (format == "json") {
+    Json j = TrialJson(r, schedule, now);
+    text << DumpJson(j, 2) << "\n";
+    out << text.str();
+    return Status::Ok();
+  }
+  const auto d = Duration(r, now);
+  std::string attempts = std::to_string(AttemptsOf(r));
+  if (r.failed_attempts > 0) attempts += " (" + std::to_string(r.failed_attempts) + " failed and retried)";
+  std::vector<std::vector<std::string>> rows = {
+      {"experiment", e.name},
+      {"trial", std::to_string(r.trial.number) + " (id " + std::to_string(r.trial.id) + ")"},
+      {"state", TrialStateName(r.trial.state)},
+      {obj.metric, Exact(r.trial.value).empty() ? "-" : Exact(r.trial.value) + " (" + ModeName(obj.mode) + ")"},
+      {"step", r.last_step ? std::to_string(*r.last_step) : "-"},
+  };
+  if (r.pruned_rung) rows.push_back({"rung", std::to_string(*r.pruned_rung)});
+  rows.push_back({"attempts", attempts});
+  rows.push_back({"duration", d ? FormatDuration(*d) : "-"});
+  if (!r.location.empty()) rows.push_back({"where", r.location});
+  if (!r.message.empty()) rows.push_back({"message", OneLine(r.message, 200)});
+  if (!r.trial.params.empty()) rows.push_back({"params"});
+  for (const auto& [name, value] : r.trial.params) rows.push_back({"  " + name, ParamToString(value)});
+  PrintTable(rows, text);
+  if (schedule.size() > 1) text << "schedule\n" << ScheduleText(schedule, "  ");
+  out << text.str();
+  return Status::Ok();
+}
+
 Status PrintImportance(Storage& storage, const std::string& experiment, const std::string& format,
                        std::ostream& out) {
   if (format != "table" && format != "json") {
@@ -388,7 +468,7 @@ Status PrintStatus(Storage& storage, std::ostream& out) {
     out << "no experiments yet\n";
     return Status::Ok();
   }
-  const TrialState kStates[] = {TrialState::kPending, TrialState::kRunning,
+  const TrialState kStates[] = {TrialState::kPending, TrialState::kRunning, TrialState::kPaused,
                                 TrialState::kCompleted, TrialState::kPruned,
                                 TrialState::kFailed, TrialState::kStopped};
   std::vector<std::vector<std::string>> rows;

@@ -22,6 +22,7 @@
 #include "core/trial.h"
 #include "spec/experiment_spec.h"
 #include "storage/storage.h"
+#include "storage/trial_schedule.h"
 
 namespace tune {
 
@@ -33,8 +34,12 @@ Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& 
 // dashboard/results_query.h: pruned, failed and stopped trials are not
 // candidates; ties go to the lower number). `format` "table" (for humans) or
 // "json": {"experiment", "trial_id", "number", "value", "metric", "mode",
-// "params"}, where params keep their exact types (integers without a point,
-// floats with one) so they can be fed back as a fixed config. `mode`
+// "params", "schedule"}, where params keep their exact types (integers
+// without a point, floats with one) so they can be fed back as a fixed
+// config, and "schedule" is the trial's schedule (ScheduleJson,
+// dashboard/results_query.h; one entry unless Population Based Training
+// changed its parameters). The table lists the schedule under the
+// parameters when it has more than one entry (ScheduleText). `mode`
 // overrides the stored objective mode.
 Status PrintBest(Storage& storage, const std::string& experiment, const std::string& format,
                  std::ostream& out, std::optional<Mode> mode = std::nullopt);
@@ -53,9 +58,23 @@ struct TrialListing {
 // One row per trial: number, state, value, last step, pruned rung,
 // attempts, duration and every parameter. `format` "table" (aligned), "csv"
 // (RFC 4180, a header row, parameters as params_<name> columns) or "json"
-// (an array of objects). InvalidArgument for a negative limit.
+// (an array of objects, each with the trial's "schedule" as ScheduleJson
+// writes it, and "failed_attempts"). InvalidArgument for a negative limit.
 Status PrintTrials(Storage& storage, const std::string& experiment, const TrialListing& listing,
                    const std::string& format, std::ostream& out);
+
+// One trial (`tune trials --trial N`), by number. "table": its fields one
+// per line (state, value, step, attempts, duration, where, message, every
+// parameter), then its schedule when it has more than one entry; "json":
+// the object `tune trials --format json` has for it. NotFound when the
+// experiment has no trial `number`.
+Status PrintTrial(Storage& storage, const std::string& experiment, int number, const std::string& format,
+                  std::ostream& out);
+
+// A schedule for people, one line per entry, each after `indent`:
+// "from step 40: learning_rate=0.0012, lora_r=16 (from trial 3's
+// checkpoint-40)"; the first entry has no parenthesis.
+std::string ScheduleText(const std::vector<ScheduleEntry>& schedule, const std::string& indent);
 
 // Which parameters set the best trials apart: PED-ANOVA importances
 // (search/ped_anova.h, what Optuna 5's get_param_importances computes) of

@@ -414,6 +414,103 @@
     t.moreEl.hidden = shown.length >= rows.length;
   }
 
+  // --- Population Based Training: schedules and lineage --------------------
+
+  // "lr=0.01, lora_r=8" for the parameters of `params` (all, or `only`).
+  function paramsText(params, only) {
+    return Object.keys(params).filter((k) => !only || only.includes(k)).map((k) => k + '=' + fmt(params[k])).join(', ');
+  }
+
+  // The parameters whose value changes anywhere along `schedule`.
+  function mutatedParams(schedule) {
+    const names = [];
+    for (const k of Object.keys(schedule[0].params)) {
+      if (schedule.some((e) => JSON.stringify(e.params[k]) !== JSON.stringify(schedule[0].params[k]))) names.push(k);
+    }
+    return names;
+  }
+
+  // A schedule as a list: "from step S: params (from trial D's checkpoint-S)",
+  // the donor linked to its trial page.
+  function scheduleList(name, schedule, id) {
+    return el('ol', { class: 'schedule', id }, ...schedule.map((e) => el('li', null,
+      'from step ' + e.step + ': ' + paramsText(e.params),
+      e.donor === null ? null : el('span', null, ' (from ',
+        el('a', { href: trialHref(name, e.donor), text: 'trial ' + e.donor }),
+        '\'s checkpoint-' + e.donor_step + (e.at_step !== null ? ', at its own step ' + e.at_step : '') + ')'))));
+  }
+
+  // Who took whose checkpoint at what step: one row per exploit, in order.
+  function lineageTable(view, exp) {
+    const lineage = exp.lineage || [];
+    view.lineage.card.hidden = !lineage.length;
+    const best = exp.best_schedule;
+    view.lineage.best.replaceChildren();
+    if (best && best.length > 1 && exp.best) {
+      view.lineage.best.append(el('p', { text: 'The best trial (' + exp.best.number + ') ran this schedule:' }),
+        scheduleList(exp.name, best, 'best-schedule'));
+    }
+    if (!lineage.length) return;
+    const head = el('tr', null, ...['trial', 'at its step', 'took the checkpoint of', 'at step', 'changed']
+      .map((h) => el('th', { text: h })));
+    const rows = lineage.map((x) => {
+      const changed = Object.keys(x.after).filter((k) => JSON.stringify(x.after[k]) !== JSON.stringify(x.before[k]));
+      return el('tr', { 'data-trial': String(x.trial) },
+        el('td', { class: 'num' }, el('a', { href: trialHref(exp.name, x.trial), text: String(x.trial) })),
+        el('td', { class: 'num', text: String(x.at_step) }),
+        el('td', { class: 'num' }, el('a', { href: trialHref(exp.name, x.donor), text: 'trial ' + x.donor })),
+        el('td', { class: 'num', text: String(x.donor_step) }),
+        el('td', { text: changed.map((k) => k + ' ' + fmt(x.before[k]) + ' → ' + fmt(x.after[k])).join(', ') || '—' }));
+    });
+    view.lineage.table.replaceChildren(el('thead', null, head), el('tbody', null, ...rows));
+  }
+
+  // The trial's parameters over steps: one step chart per parameter that
+  // its schedule changed; each change marks the donor it came from.
+  function scheduleCharts(box, t) {
+    const schedule = t.schedule || [];
+    const names = schedule.length > 1 ? mutatedParams(schedule) : [];
+    box.hidden = !names.length;
+    if (!names.length) { box.replaceChildren(); return; }
+    const end = Math.max(t.last_step || 0, schedule[schedule.length - 1].step);
+    if (box.dataset.names !== names.join('\u0000')) {
+      box.replaceChildren(el('h3', { text: 'Parameters over steps (Population Based Training)' }),
+        scheduleList(t.experiment, schedule, 'trial-schedule'), el('div', { class: 'grid' }));
+      box.dataset.names = names.join('\u0000');
+      for (const n of names) box.lastChild.appendChild(chartBox(n).card);
+    } else {
+      box.children[1].replaceWith(scheduleList(t.experiment, schedule, 'trial-schedule'));
+    }
+    names.forEach((n, i) => {
+      const canvas = box.lastChild.children[i].querySelector('canvas');
+      const numeric = schedule.every((e) => typeof e.params[n] === 'number');
+      const pts = schedule.map((e) => ({ x: e.step, y: numeric ? e.params[n] : String(e.params[n]), donor: e.donor }));
+      pts.push({ x: end, y: pts[pts.length - 1].y, donor: null });
+      const labels = numeric ? undefined : Array.from(new Set(pts.map((p) => p.y)));
+      drawChart('schedule:' + n, canvas, {
+        type: 'line',
+        data: {
+          datasets: [{
+            label: n, data: pts, stepped: true, tuneSchedule: n, borderColor: '#9467bd', backgroundColor: '#9467bd',
+            pointRadius: pts.map((p, j) => (j > 0 && j < pts.length - 1 ? 4 : 0)),
+          }],
+        },
+        options: {
+          maintainAspectRatio: false,
+          plugins: {
+            legend: { display: false },
+            tooltip: { callbacks: { label: (ctx) => n + ' = ' + fmt(ctx.raw.y) + ' from step ' + ctx.raw.x +
+              (ctx.raw.donor !== null && ctx.raw.donor !== undefined ? ' (trial ' + ctx.raw.donor + '\'s checkpoint)' : '') } },
+          },
+          scales: {
+            x: { type: 'linear', title: { display: true, text: 'step' } },
+            y: numeric ? { title: { display: true, text: n } } : { type: 'category', labels, title: { display: true, text: n } },
+          },
+        },
+      });
+    });
+  }
+
   // --- Views -------------------------------------------------------------
 
   async function experimentsView(gen) {
@@ -425,7 +522,7 @@
     const refresh = async () => {
       const list = await getExperiments();
       if (gen !== generation) return;
-      const states = FINISHED.concat(['running', 'pending']);
+      const states = FINISHED.concat(['running', 'paused', 'pending']);
       const head = el('tr', null, ...['name', 'state', 'trials'].concat(states, ['best', 'started', 'duration'])
         .map((h) => el('th', { text: h })));
       const rows = list.map((e) => el('tr', null,
@@ -453,6 +550,8 @@
       parallel: chartBox('Parallel coordinates'),
       importance: chartBox('Parameter importances'),
       slices: el('div', { class: 'slices' }),
+      lineage: { card: el('section', { class: 'card', id: 'lineage' }), table: el('table', { id: 'lineage-table' }),
+        best: el('div') },
       table: { sort: 'number', dir: 1, state: '', all: false, tableEl: el('table', { id: 'trials' }), countEl: el('span'), moreEl: null },
     };
     view.history.canvas.id = 'history';
@@ -463,10 +562,15 @@
     main.replaceChildren(
       el('h2', { text: name }), view.summary,
       el('div', { class: 'grid' }, view.history.card, view.curves.card, view.parallel.card, view.importance.card),
+      view.lineage.card,
       el('h3', { text: 'Slice plots' }), view.slices,
       el('h3', { text: 'Trials' }),
       el('div', { class: 'toolbar' }, stateSelect, view.table.countEl, view.table.moreEl),
       view.table.tableEl);
+    view.lineage.card.append(el('h3', { text: 'Lineage (Population Based Training)' }),
+      el('div', { class: 'note', text: 'Each exploit: a trial stopped at its step and continued from another trial\'s checkpoint with new parameters.' }),
+      view.lineage.best, view.lineage.table);
+    view.lineage.card.hidden = true;
     let last = null;
     return async () => {
       const t0 = performance.now();
@@ -476,13 +580,13 @@
       last = exp;
       const c = exp.counts;
       view.summary.textContent = exp.state + (exp.message ? ' (' + exp.message + ')' : '') + ' · ' + exp.trials +
-        ' trials: ' + FINISHED.concat(['running', 'pending']).filter((s) => c[s]).map((s) => c[s] + ' ' + s).join(', ') +
+        ' trials: ' + FINISHED.concat(['running', 'paused', 'pending']).filter((s) => c[s]).map((s) => c[s] + ' ' + s).join(', ') +
         ' · objective ' + exp.metric + ' (' + exp.mode + ')' +
         (exp.best ? ' · best ' + fmt(exp.best.value) + ' (trial ' + exp.best.number + ')' : '') +
         ' · scheduler ' + exp.scheduler.type + ' · ' + fmtDuration(exp.run_seconds);
       // Each part timed (performance.measure "tune:<part>", for the bench).
       const parts = [['history', historyChart], ['curves', curvesChart], ['parallel', parallelChart],
-        ['importance', importanceChart], ['slices', sliceCharts], ['table', trialTable]];
+        ['importance', importanceChart], ['slices', sliceCharts], ['lineage', lineageTable], ['table', trialTable]];
       for (const [part, draw] of parts) {
         const t0 = performance.now();
         draw(view, exp);
@@ -499,20 +603,22 @@
     const info = el('table', { id: 'trial-info' });
     const params = el('table', { id: 'trial-params' });
     const metrics = el('div', { class: 'grid' });
+    const schedule = el('div', { id: 'trial-schedule-box', hidden: '' });
     const logs = el('div');
     main.replaceChildren(el('h2', { text: name + ' · trial ' + number }),
       el('div', { class: 'grid' }, el('section', { class: 'card' }, el('h3', { text: 'Trial' }), info),
         el('section', { class: 'card' }, el('h3', { text: 'Parameters' }), params)),
-      el('h3', { text: 'Metrics' }), metrics, el('h3', { text: 'Logs' }), logs);
+      schedule, el('h3', { text: 'Metrics' }), metrics, el('h3', { text: 'Logs' }), logs);
     return async () => {
       const t = await getTrial(name, number);
       if (gen !== generation) return;
       const kv = (k, v, cls) => el('tr', null, el('th', { text: k }), el('td', { class: cls || '', text: v }));
       info.replaceChildren(kv('state', t.state, 'state-' + t.state), kv('value (' + t.metric + ')', fmt(t.value)),
-        kv('attempts', String(t.attempts)), kv('last step', fmt(t.last_step)), kv('pruned at rung', fmt(t.pruned_rung)),
+        kv('attempts', String(t.attempts) + (t.failed_attempts ? ' (' + t.failed_attempts + ' failed and retried)' : '')), kv('last step', fmt(t.last_step)), kv('pruned at rung', fmt(t.pruned_rung)),
         kv('started', fmtTime(t.started_at)), kv('ended', fmtTime(t.ended_at)), kv('where', t.location),
         kv('message', t.message || '—'));
       params.replaceChildren(...Object.entries(t.params).map(([k, v]) => kv(k, fmt(v))));
+      scheduleCharts(schedule, t);
       // One chart per metric: each attempt a line; reports that do not count
       // (after max_t) as separate, marked points.
       const names = [];

@@ -199,6 +199,14 @@ TEST_CASE("dashboard API: every document equals what the database holds, and the
   }
   REQUIRE(trial.body["reports"].size() == by_report.size());
   for (const json& r : trial.body["reports"]) CHECK(r["metrics"] == by_report[r["seq"].get<int64_t>()]);
+  // No PBT: a schedule of one entry, the trial's parameters from step 0, no lineage.
+  REQUIRE(trial.body["schedule"].size() == 1);
+  CHECK(trial.body["schedule"][0]["step"] == 0);
+  CHECK(trial.body["schedule"][0]["params"] == trial.body["params"]);
+  CHECK(trial.body["schedule"][0]["donor"].is_null());
+  CHECK(doc["lineage"] == json::array());
+  REQUIRE(doc["best_schedule"].size() == 1);
+  CHECK(doc["best_schedule"][0]["params"] == doc["trial_rows"][doc["best"]["number"].get<int>()]["params"]);
   REQUIRE(trial.body["logs"].size() == 1);
   CHECK(trial.body["logs"][0]["file"] == "trial_0003/rank_0.log");
   REQUIRE_FALSE(trial.body["logs"][0]["lines"].empty());
@@ -294,6 +302,68 @@ TEST_CASE("dashboard API: a report after max_t is marked in the trial and left o
   CHECK(trial.body["reports"][2]["step"] == 35);
   CHECK(trial.body["reports"][2]["excluded"] == "after max_t");
   CHECK(trial.body["logs"][0]["missing"] == true);  // this trial never ran: no directory
+}
+
+TEST_CASE("dashboard API: PBT exploits give each trial its schedule and the experiment its lineage", "[dashboard]") {
+  TempDir dir;
+  const std::string db = (dir.path / "results.db").string();
+  {
+    auto storage = std::move(tune::OpenSqliteStorage(db)).value();
+    const tune::ExperimentId e = *storage->CreateExperiment("pbt", AshaSpec("pbt", 2, 0).dump(), 1);
+    auto add = [&](double lr) {
+      return storage->CreateTrial(e, {{"lr", lr}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}})->id;
+    };
+    const tune::TrialId t0 = add(0.01), t1 = add(0.02);
+    auto report = [&](tune::TrialId t, int attempt, int64_t step, double v) {
+      tune::MetricReport r;
+      r.step = step;
+      r.values = {{"eval_loss", v}};
+      REQUIRE(storage->AppendReport(t, attempt, r, v).ok());
+    };
+    REQUIRE(storage->StartTrial(t0, 0, "local:pgid 1").ok());
+    REQUIRE(storage->StartTrial(t1, 0, "local:pgid 2").ok());
+    report(t0, 0, 10, 2.0);
+    report(t1, 0, 10, 1.0);
+    REQUIRE(storage->PauseTrial(t0, "exploit").ok());
+    REQUIRE(storage->RecordExploit(t0, 10, t1, 10,
+                                   {{"lr", 0.024}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}}).ok());
+    REQUIRE(storage->ContinueTrial(t0, 1, "local:pgid 3", 10).ok());
+    report(t0, 1, 20, 0.5);
+    REQUIRE(storage->FinishTrial(t0, tune::TrialState::kCompleted, 0.5, std::nullopt, "").ok());
+    REQUIRE(storage->PauseTrial(t1, "waiting").ok());
+  }
+  Dashboard dash(db, dir.path / "dash.log");
+  Fetched exp = Get(dash.port(), "/api/experiment?name=pbt");
+  REQUIRE(exp.status == 200);
+  CHECK(exp.body["counts"]["paused"] == 1);
+  REQUIRE(exp.body["lineage"].size() == 1);
+  const json& x = exp.body["lineage"][0];
+  CHECK(x["trial"] == 0);
+  CHECK(x["at_step"] == 10);
+  CHECK(x["donor"] == 1);
+  CHECK(x["donor_step"] == 10);
+  CHECK(x["before"]["lr"] == 0.01);
+  CHECK(x["after"]["lr"] == 0.024);
+  CHECK(x["after"]["lora_r"].is_number_integer());
+  REQUIRE(exp.body["best_schedule"].size() == 2);  // trial 0 is the best
+  CHECK(exp.body["best_schedule"][1]["donor"] == 1);
+  // The carried report (step 10) and the new one make the curve.
+  CHECK(exp.body["curves"]["0"] == json::parse("[[10, 2.0], [20, 0.5]]"));
+  Fetched trial = Get(dash.port(), "/api/trial?experiment=pbt&number=0");
+  REQUIRE(trial.status == 200);
+  const json& s = trial.body["schedule"];
+  REQUIRE(s.size() == 2);
+  CHECK(s[0] == json::parse(R"({"step": 0, "params": {"lora_r": 4, "lr": 0.01, "optimizer": "adamw"},
+                                "donor": null, "donor_step": null, "at_step": null})"));
+  CHECK(s[1]["step"] == 10);
+  CHECK(s[1]["params"]["lr"] == 0.024);
+  CHECK(s[1]["donor"] == 1);
+  CHECK(s[1]["donor_step"] == 10);
+  CHECK(s[1]["at_step"] == 10);
+  CHECK(trial.body["failed_attempts"] == 0);
+  Fetched other = Get(dash.port(), "/api/trial?experiment=pbt&number=1");
+  CHECK(other.body["state"] == "paused");
+  CHECK(other.body["schedule"].size() == 1);
 }
 
 TEST_CASE("AcceptsGzip reads Accept-Encoding's codings and weights", "[dashboard]") {

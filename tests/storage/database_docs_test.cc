@@ -170,7 +170,7 @@ TEST_CASE("docs/database.md documents every table and column of the schema", "[d
     }
     CHECK(ncols > 0);
   }
-  CHECK(count == 7);  // six tables and the observation_logs view
+  CHECK(count == 8);  // seven tables and the observation_logs view
 }
 
 }  // namespace

@@ -14,7 +14,15 @@ namespace {
 
 // Takes a current database back to version 2, as an earlier tune wrote it:
 // no reports.excluded, and the old observation_logs view.
+// Version 5: no exploits, reports.carried_from or trials.failed_attempts.
+void RewindToV5(SQLite::Database& raw) {
+  raw.exec(
+      "DROP TABLE exploits; ALTER TABLE reports DROP COLUMN carried_from; "
+      "ALTER TABLE trials DROP COLUMN failed_attempts; PRAGMA user_version = 5;");
+}
+
 void RewindToV4(SQLite::Database& raw) {
+  RewindToV5(raw);
   raw.exec("DROP INDEX trials_by_value; PRAGMA user_version = 4;");
 }
 
@@ -230,6 +238,43 @@ TEST_CASE("a version 4 database gains the index that finds the best value withou
   REQUIRE(tally.ok());
   CHECK(tally->best == std::make_pair(1, 0.2));
   CHECK((*db)->TallyTrials(e, /*maximize=*/true)->best == std::make_pair(2, 0.9));
+}
+
+TEST_CASE("a version 5 database gains exploits, carried reports and failed attempts", "[storage][schema]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("v5.db");
+  {
+    auto db = std::move(OpenSqliteStorage(path)).value();
+    ExperimentId e = *db->CreateExperiment("old", "{}", 3);
+    TrialId t = db->CreateTrial(e, {{"lr", 0.1}})->id;
+    REQUIRE(db->StartTrial(t, 0, "local").ok());
+    MetricReport m;
+    m.step = 5;
+    m.values = {{"loss", 1.0}};
+    REQUIRE(db->AppendReport(t, 0, m, 1.0).ok());
+  }
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    RewindToV5(raw);
+    CHECK_FALSE(raw.tableExists("exploits"));
+  }
+  auto db = OpenSqliteStorage(path);
+  REQUIRE(db.ok());
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READONLY);
+    CHECK(raw.execAndGet("PRAGMA user_version").getInt() == internal::kSchemaVersion);
+    CHECK(raw.tableExists("exploits"));
+    // The old report is an original (not carried); the trial never failed.
+    CHECK(raw.execAndGet("SELECT COUNT(*) FROM reports WHERE carried_from IS NULL").getInt() == 1);
+    CHECK(raw.execAndGet("SELECT failed_attempts FROM trials").getInt() == 0);
+  }
+  ExperimentId e = (*db)->FindExperiment("old")->id;
+  auto records = (*db)->ListTrialRecords(e);
+  REQUIRE(records.ok());
+  REQUIRE(records->size() == 1);
+  CHECK((*records)[0].last_step == 5);
+  CHECK((*records)[0].failed_attempts == 0);
+  CHECK((*db)->ListExploits(e)->empty());
 }
 
 TEST_CASE("files that are not tune databases are refused", "[storage][schema]") {

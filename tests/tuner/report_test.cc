@@ -427,29 +427,145 @@ TEST_CASE("status lists every experiment with counts per state and the best valu
   auto lines = Lines(text);
   REQUIRE(lines.size() == 3);
   CHECK(Words(lines[0]) == std::vector<std::string>{"experiment", "state", "trials", "pending",
-                                                    "running", "completed", "pruned", "failed",
+                                                    "running", "paused", "completed", "pruned", "failed",
                                                     "stopped", "best", "metric", "elapsed"});
   auto demo = Words(lines[1]);
-  REQUIRE(demo.size() == 14);
+  REQUIRE(demo.size() == 15);
   CHECK(demo[0] == "demo");
   CHECK(demo[1] == "running");
   CHECK(demo[2] == "5");
-  CHECK(std::vector<std::string>(demo.begin() + 3, demo.begin() + 9) ==
-        std::vector<std::string>{"0", "1", "2", "1", "1", "0"});
-  CHECK(demo[9] == "1.5");
-  CHECK(demo[10] == "(#1)");
-  CHECK(demo[11] == "eval_loss");
-  CHECK(demo[12] == "min");
+  CHECK(std::vector<std::string>(demo.begin() + 3, demo.begin() + 10) ==
+        std::vector<std::string>{"0", "1", "0", "2", "1", "1", "0"});
+  CHECK(demo[10] == "1.5");
+  CHECK(demo[11] == "(#1)");
+  CHECK(demo[12] == "eval_loss");
+  CHECK(demo[13] == "min");
   auto o = Words(lines[2]);
   CHECK(o[0] == "other");
   CHECK(o[1] == "failed");
   CHECK(o[2] == "0");
-  CHECK(o[9] == "-");
-  CHECK(o[10] == "loss");  // the default objective when the spec does not parse
+  CHECK(o[10] == "-");
+  CHECK(o[11] == "loss");  // the default objective when the spec does not parse
 
   testing::TempDir dir;
   auto empty = std::move(OpenSqliteStorage(dir.File("empty.db"))).value();
   CHECK(Run([&](std::ostream& s) { return PrintStatus(*empty, s); }) == "no experiments yet\n");
+}
+
+// Population Based Training: trial 0 took trial 1's checkpoint-20 with a new
+// learning rate, then trial 1 took trial 0's checkpoint-40; trial 2 paused.
+struct PbtFixture {
+  testing::TempDir dir;
+  std::unique_ptr<Storage> db = std::move(OpenSqliteStorage(dir.File("tune.db"))).value();
+  ExperimentId e = *db->CreateExperiment("pbt", kSpec, 7);
+  TrialId t0 = db->CreateTrial(e, {{"learning_rate", 0.1}, {"lora_r", int64_t{8}}})->id;
+  TrialId t1 = db->CreateTrial(e, {{"learning_rate", 0.2}, {"lora_r", int64_t{8}}})->id;
+  TrialId t2 = db->CreateTrial(e, {{"learning_rate", 0.3}, {"lora_r", int64_t{8}}})->id;
+
+  void Report(TrialId t, int attempt, int64_t step, double v) {
+    MetricReport m;
+    m.step = step;
+    m.values = {{"eval_loss", v}};
+    REQUIRE(db->AppendReport(t, attempt, m, v).ok());
+  }
+  PbtFixture() {
+    for (TrialId t : {t0, t1, t2}) REQUIRE(db->StartTrial(t, 0, "local").ok());
+    Report(t0, 0, 20, 0.9);
+    Report(t1, 0, 20, 0.5);
+    REQUIRE(db->PauseTrial(t0, "exploit").ok());
+    REQUIRE(db->RecordExploit(t0, 20, t1, 20, {{"learning_rate", 0.24}, {"lora_r", int64_t{8}}}).ok());
+    REQUIRE(db->ContinueTrial(t0, 1, "local", 20).ok());
+    Report(t0, 1, 40, 0.2);
+    Report(t1, 0, 40, 0.45);
+    REQUIRE(db->PauseTrial(t1, "exploit").ok());
+    REQUIRE(db->RecordExploit(t1, 40, t0, 40, {{"learning_rate", 0.3}, {"lora_r", int64_t{8}}}).ok());
+    REQUIRE(db->ContinueTrial(t1, 1, "local", 40).ok());
+    Report(t1, 1, 60, 0.1);
+    REQUIRE(db->FinishTrial(t1, TrialState::kCompleted, 0.1, std::nullopt, "completed").ok());
+    REQUIRE(db->FinishTrial(t0, TrialState::kCompleted, 0.2, std::nullopt, "completed").ok());
+    REQUIRE(db->PauseTrial(t2, "waiting for a slot").ok());
+  }
+};
+
+TEST_CASE("trials as JSON: every trial has its schedule, first parameters first", "[report][pbt]") {
+  PbtFixture f;
+  json arr = json::parse(Run([&](std::ostream& o) { return PrintTrials(*f.db, "pbt", {}, "json", o); }));
+  REQUIRE(arr.size() == 3);
+  const json& s0 = arr[0]["schedule"];
+  REQUIRE(s0.size() == 2);
+  CHECK(s0[0]["step"] == 0);
+  CHECK(s0[0]["params"]["learning_rate"] == 0.1);
+  CHECK(s0[0]["params"]["lora_r"].is_number_integer());
+  CHECK(s0[0]["donor"].is_null());
+  CHECK(s0[0]["donor_step"].is_null());
+  CHECK(s0[1]["step"] == 20);
+  CHECK(s0[1]["params"]["learning_rate"] == 0.24);
+  CHECK(s0[1]["donor"] == 1);
+  CHECK(s0[1]["donor_step"] == 20);
+  CHECK(arr[0]["params"]["learning_rate"] == 0.24);  // the current parameters
+  CHECK(arr[1]["schedule"].size() == 2);
+  CHECK(arr[1]["schedule"][1]["donor"] == 0);
+  CHECK(arr[1]["schedule"][1]["step"] == 40);
+  // A trial that was never exploited: one entry.
+  REQUIRE(arr[2]["schedule"].size() == 1);
+  CHECK(arr[2]["schedule"][0]["params"]["learning_rate"] == 0.3);
+  CHECK(arr[2]["state"] == "paused");
+  CHECK(arr[2]["failed_attempts"] == 0);
+  // The carried reports count: trial 1's curve led to step 60.
+  CHECK(arr[1]["last_step"] == 60);
+  // Filtering by the paused state.
+  TrialListing paused;
+  paused.state = TrialState::kPaused;
+  json only = json::parse(Run([&](std::ostream& o) { return PrintTrials(*f.db, "pbt", paused, "json", o); }));
+  REQUIRE(only.size() == 1);
+  CHECK(only[0]["number"] == 2);
+}
+
+TEST_CASE("best prints the best trial's schedule when PBT changed its parameters", "[report][pbt]") {
+  PbtFixture f;
+  json j = json::parse(Run([&](std::ostream& o) { return PrintBest(*f.db, "pbt", "json", o); }));
+  CHECK(j["number"] == 1);
+  REQUIRE(j["schedule"].size() == 2);
+  CHECK(j["schedule"][0]["params"]["learning_rate"] == 0.2);
+  CHECK(j["schedule"][1]["donor"] == 0);
+  CHECK(j["schedule"][1]["donor_step"] == 40);
+  const std::string text = Run([&](std::ostream& o) { return PrintBest(*f.db, "pbt", "table", o); });
+  INFO(text);
+  CHECK(text.find("schedule\n  from step 0: learning_rate=0.2, lora_r=8\n"
+                  "  from step 40: learning_rate=0.3, lora_r=8 (from trial 0's checkpoint-40)\n") !=
+        std::string::npos);
+  // Without exploits, no schedule in the table; JSON still has one entry.
+  Fixture plain;
+  const std::string none = Run([&](std::ostream& o) { return PrintBest(*plain.db, "demo", "table", o); });
+  CHECK(none.find("schedule") == std::string::npos);
+  json pj = json::parse(Run([&](std::ostream& o) { return PrintBest(*plain.db, "demo", "json", o); }));
+  CHECK(pj["schedule"].size() == 1);
+}
+
+TEST_CASE("one trial's details with its schedule (tune trials --trial N)", "[report][pbt]") {
+  PbtFixture f;
+  const std::string text = Run([&](std::ostream& o) { return PrintTrial(*f.db, "pbt", 0, "table", o); });
+  INFO(text);
+  auto lines = Lines(text);
+  REQUIRE(lines.size() >= 4);
+  CHECK(Words(lines[0]) == std::vector<std::string>{"experiment", "pbt"});
+  CHECK(Words(lines[2]) == std::vector<std::string>{"state", "completed"});
+  bool attempts_line = false;
+  for (const std::string& l : lines) attempts_line |= Words(l) == std::vector<std::string>{"attempts", "2"};
+  CHECK(attempts_line);
+  CHECK(text.find("  from step 20: learning_rate=0.24, lora_r=8 (from trial 1's checkpoint-20)\n") !=
+        std::string::npos);
+  json j = json::parse(Run([&](std::ostream& o) { return PrintTrial(*f.db, "pbt", 1, "json", o); }));
+  CHECK(j["number"] == 1);
+  CHECK(j["schedule"].size() == 2);
+  const std::string paused = Run([&](std::ostream& o) { return PrintTrial(*f.db, "pbt", 2, "table", o); });
+  CHECK(paused.find("schedule") == std::string::npos);
+  CHECK(paused.find("paused") != std::string::npos);
+  std::ostringstream out;
+  Status missing = PrintTrial(*f.db, "pbt", 9, "table", out);
+  CHECK(missing.code() == StatusCode::kNotFound);
+  CHECK(missing.message().find("no trial 9") != std::string::npos);
+  CHECK(out.str().empty());
 }
 
 TEST_CASE("durations read well", "[report]") {
