@@ -235,7 +235,7 @@ Status Settings(Ctx& ctx, const YAML::Node& algo, const std::string& path, const
   return Status::Ok();
 }
 
-const char* const kAlgorithms = "random, tpe, multivariate-tpe, bayesianoptimization or grid";
+const char* const kAlgorithms = "random, tpe, multivariate-tpe, bayesianoptimization, grid or pbt";
 
 // One algorithmSetting of bayesianoptimization (Katib's scikit-optimize
 // service): base_estimator must be a Gaussian process, which is what tune's
@@ -273,7 +273,6 @@ Status ConvertAlgorithm(Ctx& ctx, const YAML::Node& spec, Json* out) {
       {"cmaes", "tpe with multivariate (multivariate-tpe), which also models parameters jointly"},
       {"hyperband", "random or tpe with tune's ASHA scheduler (\"scheduler\": {\"type\": \"asha\"}), the "
                     "asynchronous form of Hyperband"},
-      {"pbt", "tune has no population based training; random or tpe with the ASHA scheduler stop poor trials early"},
       {"sobol", "random, tune's space-filling start"},
       {"enas", "tune does no neural architecture search"},
       {"darts", "tune does no neural architecture search"},
@@ -290,6 +289,12 @@ Status ConvertAlgorithm(Ctx& ctx, const YAML::Node& spec, Json* out) {
     allowed = {"random_state", "n_initial_points", "base_estimator", "acq_func", "acq_optimizer"};
   } else if (name == "grid") {
     (*out)["algorithm"] = "grid";
+  } else if (name == "pbt") {
+    // The first population is drawn at random (Katib's _seed_from_base);
+    // the settings become the pbt scheduler (katib_pbt.cc).
+    (*out)["algorithm"] = "random";
+    ctx.NoteOthers(a, path, {"algorithmName", "algorithmSettings"});
+    return Status::Ok();
   } else {
     auto it = kInstead.find(name);
     return ctx.FailNode(name_node, Child(path, "algorithmName"),
@@ -424,6 +429,10 @@ Status Convert(Ctx& ctx, const YAML::Node& doc, Json* out) {
   TUNE_RETURN_IF_ERROR(ConvertAlgorithm(ctx, spec, &search));
   TUNE_RETURN_IF_ERROR(ConvertEarlyStopping(ctx, spec, &scheduler));
   TUNE_RETURN_IF_ERROR(ConvertLimits(ctx, spec, &limits));
+  if (YAML::Node a = Get(spec, "algorithm"); Present(Get(a, "algorithmName")) && Get(a, "algorithmName").IsScalar() &&
+                                              Get(a, "algorithmName").Scalar() == "pbt") {
+    TUNE_RETURN_IF_ERROR(katib_internal::ConvertPbt(ctx, spec, &scheduler, &limits));
+  }
 
   YAML::Node tt = Get(spec, "trialTemplate");
   if (!Present(tt)) return ctx.Missing(spec, "spec.trialTemplate", "the trial template");

@@ -14,8 +14,11 @@
 //                   default, min/max by type, is scope "best")
 //   algorithm       random, tpe, multivariate-tpe (tpe + multivariate),
 //                   grid; random_state -> seed, n_startup_trials,
-//                   n_ei_candidates; any other algorithm is an error naming
-//                   what tune offers instead
+//                   n_ei_candidates; pbt -> random search with scheduler
+//                   pbt (n_population -> max_trials, truncation_threshold
+//                   -> quantile_fraction, resample_probability; warnings
+//                   where Katib's generational PBT differs); any other
+//                   algorithm is an error naming what tune offers instead
 //   earlyStopping   medianstop -> scheduler median (start_step ->
 //                   grace_period, min_trials_required -> min_samples_required)
 //   limits          parallelTrialCount -> max_concurrent_trials,

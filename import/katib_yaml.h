@@ -131,5 +131,11 @@ Status ConvertTrialTemplate(Ctx& ctx, const YAML::Node& tt, const std::string& p
                             const std::map<std::string, std::string>& params, const std::string& namespace_,
                             Json* trial, Json* backend);
 
+// spec.algorithm of algorithmName pbt (katib_pbt.cc): its settings as a
+// pbt `scheduler` (replaced), limits.max_trials = n_population (set in
+// `limits`), with a "warning:" note for each difference from Katib's
+// generational PBT. Refuses spec.earlyStopping alongside.
+Status ConvertPbt(Ctx& ctx, const YAML::Node& spec, Json* scheduler, Json* limits);
+
 }  // namespace katib_internal
 }  // namespace tune

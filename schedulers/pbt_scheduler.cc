@@ -183,6 +183,12 @@ Decision PbtScheduler::OnTrialResult(const Trial& trial, int64_t step, double ob
   s.without_exploit = Action::kPause;
   d.action = Action::kPause;
   if (BarrierHolds(trial.id)) {
+    if (step < next_sync_) {
+      // Ray pauses it too, and choose_trial_to_run resumes it at once (it is
+      // short of the barrier): here it simply goes on.
+      d.action = Action::kContinue;
+      return d;
+    }
     d.reason = "waiting for the population to reach " + options_.time_attr + " " + std::to_string(next_sync_);
     return d;
   }

@@ -25,7 +25,9 @@
 //     (Ray's _next_perturbation_sync); the last one to arrive perturbs the
 //     whole population at once: its own exploit in its decision, those of
 //     paused trials through TakeExploits. The barrier then moves on by
-//     perturbation_interval (or to the furthest trial).
+//     perturbation_interval (or to the furthest trial). A trial at its
+//     interval but short of the barrier goes on (Ray pauses it and resumes
+//     it at once; here a pause costs a restart from a checkpoint).
 //
 // Exploit: the new parameters are the donor's (current ones), explored
 // (pbt::Explore) over hyperparam_mutations. OnTrialExploited copies the

@@ -172,15 +172,57 @@ TEST_CASE("import katib: algorithms tune does not have are errors naming what it
   };
   for (const Case& k : {Case{"cma-es.yaml", "cmaes", "multivariate-tpe"},
                         Case{"hyperband.yaml", "hyperband", "ASHA scheduler"},
-                        Case{"simple-pbt.yaml", "pbt", "no population based training"},
                         Case{"sobol.yaml", "sobol", "random"}}) {
     INFO(k.file);
     std::string msg = ImportError(Fixture(k.file), k.file);
     CHECK(msg.rfind(std::string(k.file) + ": line ", 0) == 0);
-    CHECK(msg.find("spec.algorithm.algorithmName: expected random, tpe, multivariate-tpe, bayesianoptimization or grid") != std::string::npos);
+    CHECK(msg.find("spec.algorithm.algorithmName: expected random, tpe, multivariate-tpe, bayesianoptimization, grid or pbt") != std::string::npos);
     CHECK(msg.find(std::string("got \"") + k.name + "\"") != std::string::npos);
     CHECK(msg.find(k.instead) != std::string::npos);
   }
+}
+
+TEST_CASE("import katib: simple-pbt.yaml becomes the pbt scheduler, with warnings where Katib differs", "[import][katib]") {
+  Converted c = Import(Fixture("simple-pbt.yaml"), "simple-pbt.yaml");
+  CHECK(c.json["search"]["algorithm"] == "random");
+  const Json& s = c.json["scheduler"];
+  CHECK(s["type"] == "pbt");
+  CHECK(s["quantile_fraction"] == 0.2);  // truncation_threshold
+  CHECK(s["resample_probability"] == 0.0);  // absent: Katib always perturbs
+  CHECK(s["synch"] == true);
+  CHECK(s["perturbation_interval"] == 20);
+  CHECK(s["max_t"] == 20);  // maxTrialCount 2 of n_population 40: one generation
+  CHECK(c.json["limits"]["max_trials"] == 40);  // n_population
+  CHECK(c.json["limits"]["max_concurrent_trials"] == 2);
+  CHECK(HasNote(c, "spec.algorithm: warning: Katib's pbt is generational"));
+  CHECK(HasNote(c, "spec.algorithm.algorithmSettings.truncation_threshold: warning:"));
+  CHECK(HasNote(c, "spec.algorithm.algorithmSettings[0].value: not carried over"));  // suggestion_trial_dir
+  CHECK(HasNote(c, "spec.maxTrialCount: counts Katib's trials of every generation"));
+
+  // resample_probability, a threshold above Ray's 0.5 and several generations.
+  std::string yaml = Fixture("simple-pbt.yaml");
+  auto at = yaml.find("maxTrialCount: 2");
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, 16, "maxTrialCount: 120");
+  at = yaml.find("value: '0.2'");
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, 12, "value: '0.8'\n      - name: resample_probability\n        value: '0.3'");
+  c = Import(yaml);
+  CHECK(c.json["scheduler"]["quantile_fraction"] == 0.5);
+  CHECK(c.json["scheduler"]["resample_probability"] == 0.3);
+  CHECK(c.json["scheduler"]["max_t"] == 60);  // 3 generations of 40
+  CHECK(HasNote(c, "spec.algorithm.algorithmSettings.resample_probability: warning: Katib resamples"));
+  bool capped = false;
+  for (const auto& n : c.notes) capped |= n.find("quantile_fraction is at most 0.5") != std::string::npos;
+  CHECK(capped);
+
+  // Katib's own checks, and no early stopping beside pbt.
+  std::string small = Fixture("simple-pbt.yaml");
+  small.replace(small.find("value: '40'"), 11, "value: '4'");
+  CHECK(ImportError(small).find("an integer of at least 5 (Katib's minimum), got \"4\"") != std::string::npos);
+  std::string stopping = Fixture("simple-pbt.yaml");
+  stopping.replace(stopping.find("  parameters:"), 0, "  earlyStopping:\n    algorithmName: medianstop\n");
+  CHECK(ImportError(stopping).find("spec.earlyStopping: expected no early stopping with pbt") != std::string::npos);
 }
 
 TEST_CASE("import katib: bayesianoptimization is the gp sampler", "[import][katib]") {
