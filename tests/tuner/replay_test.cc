@@ -11,6 +11,7 @@
 
 #include "schedulers/replay_scheduler.h"
 #include "spec/experiment_spec.h"
+#include "storage/storage.h"
 #include "tests/common/temp_dir.h"
 #include "tuner/cli_commands.h"
 #include "tuner/components.h"
@@ -23,7 +24,7 @@ using nlohmann::json;
 constexpr const char kSpec[] = R"({
   "name": "pbt",
   "objective": {"metric": "loss", "mode": "min"},
-  "parameters": {"lr": {"type": "float", "low": 0.01, "high": 1.0, "log": true},
+  "parameters": {"lr": {"type": "loguniform", "low": 0.01, "high": 1.0},
                  "opt": {"type": "choice", "values": ["adam", "sgd"]}},
   "search": {"algorithm": "tpe", "seed": 3},
   "scheduler": {"type": "asha", "max_t": 80, "grace_period": 10},
@@ -70,8 +71,9 @@ struct Fixture {
 TEST_CASE("tune replay writes one trial that follows the lineage's schedule", "[replay]") {
   Fixture f;
   std::string out, err;
-  REQUIRE(f.Replay(1, &out, &err) == 0);
+  const int rc = f.Replay(1, &out, &err);
   INFO(err);
+  REQUIRE(rc == 0);
   json j = json::parse(out);
   CHECK(j["name"] == "pbt-replay-trial-1");
   CHECK(j["limits"]["max_trials"] == 1);
