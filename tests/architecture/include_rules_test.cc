@@ -25,7 +25,9 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
       {"core", {}},
       {"storage", {"core"}},
       {"search", {"core"}},
-      {"schedulers", {"core"}},
+      // PBT explores parameters within their distributions and resamples
+      // them (search/distribution.h, search_space.h, random_sampler.h).
+      {"schedulers", {"core", "search"}},
       {"trial_runner", {"core"}},
       {"tracking", {"core", "storage"}},
       {"k8s", {"core", "trial_runner"}},
@@ -47,7 +49,7 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
 // (an MLflow tracking URI, metric keys MLflow takes, a Secret reference).
 const std::set<std::string> kSpecHeaders = {"k8s/kubernetes_options.h", "search/search_space.h",
                                             "search/tpe_options.h", "search/gp_options.h", "schedulers/asha_options.h",
-                                            "schedulers/median_stopping_options.h",
+                                            "schedulers/median_stopping_options.h", "schedulers/pbt_options.h",
                                             "tracking/mlflow_uri.h", "tracking/mlflow_keys.h",
                                             "trial_runner/secret_key_ref.h"};
 
