@@ -139,7 +139,8 @@ class SqliteStorage final : public Storage {
     TUNE_CHECK(!reason.empty());
     return InsertReport(t, attempt, report, objective, reason);
   }
-  Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) override;
+  Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason,
+                               std::optional<int64_t> from_step) override;
   Status RetryTrial(TrialId t, const std::string& message) override { return Retry(t, message, false); }
   Status RetryFailedTrial(TrialId t, const std::string& message) override { return Retry(t, message, true); }
   Status PauseTrial(TrialId t, const std::string& message) override;
@@ -746,7 +747,8 @@ Status SqliteStorage::InsertReport(TrialId t, int attempt, const MetricReport& r
   });
 }
 
-Status SqliteStorage::ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) {
+Status SqliteStorage::ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason,
+                                            std::optional<int64_t> from_step) {
   TUNE_CHECK(!reason.empty());
   return Transact(true, [&]() -> Status {
     TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
@@ -756,14 +758,21 @@ Status SqliteStorage::ExcludeAttemptReports(TrialId t, int attempt, const std::s
                                         std::to_string(attempt) + "'s) can be excluded");
     }
     {
-      StmtScope s(Stmt("UPDATE reports SET excluded = ? WHERE trial_id = ? AND attempt = ? AND excluded IS NULL"));
+      StmtScope s(Stmt("UPDATE reports SET excluded = ? WHERE trial_id = ? AND attempt = ? AND excluded IS NULL "
+                       "AND step >= ?"));
       s->bind(1, reason);
       s->bind(2, static_cast<int64_t>(t));
       s->bind(3, attempt);
+      s->bind(4, static_cast<int64_t>(from_step.value_or(std::numeric_limits<int64_t>::min())));
       s->exec();
     }
-    StmtScope s(Stmt("UPDATE trials SET value = NULL, last_step = NULL WHERE id = ?"));
+    StmtScope s(Stmt(
+        "UPDATE trials SET "
+        "last_step = (SELECT MAX(step) FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL), "
+        "value = (SELECT objective FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL "
+        "AND objective IS NOT NULL ORDER BY id DESC LIMIT 1) WHERE id = ?1"));
     s->bind(1, static_cast<int64_t>(t));
+    s->bind(2, attempt);
     s->exec();
     return Status::Ok();
   });

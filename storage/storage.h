@@ -128,7 +128,12 @@ class Storage {
   // so far becomes excluded with `reason` (non-empty; "replaced pod"), and
   // value and last_step are cleared, so what counts from now on is only what
   // the new process reports. The trial must be running that attempt.
-  virtual Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason) = 0;
+  // With `from_step`, only the counted reports with step >= from_step
+  // become excluded (the new rank 0 continued from a checkpoint and
+  // reports from from_step on); value and last_step are then those of the
+  // reports left.
+  virtual Status ExcludeAttemptReports(TrialId t, int attempt, const std::string& reason,
+                                       std::optional<int64_t> from_step = std::nullopt) = 0;
   // running -> paused (the scheduler paused it, or PBT exploits into it):
   // its process is gone and it waits to continue from its checkpoint. Its
   // reports keep counting. `message` says why.

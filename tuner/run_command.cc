@@ -24,6 +24,9 @@
 #include "tuner/progress.h"
 #include "tuner/report.h"
 #include "tuner/run_lock.h"
+#ifdef TUNE_HAVE_K8S
+#include "k8s/shared_trial_dir.h"
+#endif
 #include "tuner/tuner.h"
 
 namespace tune {
@@ -101,6 +104,18 @@ Stop CheckBeforeDatabase(const RunArgs& args, Run& run, std::ostream& err) {
   if (Status st = run.backend->CheckLaunchable(MakeLaunchSpec(run.spec, Trial{}, TrialDir(run, 0))); !st.ok()) {
     return Fail(err, st);
   }
+#ifdef TUNE_HAVE_K8S
+  // PBT copies checkpoints between trial directories: on a cluster they
+  // must be where both the pods and the tuner see them.
+  if (run.spec.backend.type == "kubernetes" && run.spec.scheduler.type == "pbt") {
+    std::error_code ec;
+    if (Status st = CheckTrialDirsShared(run.spec.backend.kubernetes, fs::absolute(run.runs_dir, ec).string(),
+                                         run.spec.source_path + ": scheduler pbt");
+        !st.ok()) {
+      return Fail(err, st);
+    }
+  }
+#endif
   return std::nullopt;
 }
 

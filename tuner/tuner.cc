@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "core/exception_text.h"
 #include "core/one_line.h"
 #include "core/trial_dir_name.h"
+#include "trial_runner/checkpoint_folder.h"
 #include "search/grid.h"
 #include "tuner/components.h"
 
@@ -27,6 +29,9 @@ constexpr const char kAfterMaxT[] = "after max_t";
 // reports.excluded of an adopted attempt's reports stored before a resume:
 // the backend reports them again from the start of its log.
 constexpr const char kReadAgain[] = "read again on resume";
+// reports.excluded of a report printed after the scheduler paused the trial
+// (its process was being stopped).
+constexpr const char kAfterPause[] = "after pause";
 // A stored trial message is one line of at most this many bytes (it may
 // quote what a trial printed: a metric name, its last log line).
 constexpr size_t kMaxMessageBytes = 4096;
@@ -78,12 +83,14 @@ std::string ParamEnvName(const std::string& name) {
   return out;
 }
 
-LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std::string& trial_dir) {
+LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std::string& trial_dir,
+                          const std::string& resume_from) {
   std::map<std::string, std::string> values;
   for (const auto& [name, v] : t.params) values[name] = ParamToString(v);
   values["trial_id"] = std::to_string(t.number);
   values["experiment"] = spec.name;
   values["trial_dir"] = trial_dir;
+  values["resume_from"] = resume_from;
 
   LaunchSpec launch;
   launch.trial_id = t.id;
@@ -97,6 +104,7 @@ LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std:
   launch.env["TUNE_TRIAL_ID"] = std::to_string(t.number);
   launch.env["TUNE_EXPERIMENT"] = spec.name;
   launch.env["TUNE_TRIAL_DIR"] = trial_dir;
+  if (!resume_from.empty()) launch.env["TUNE_RESUME_FROM"] = resume_from;
   launch.env["TUNE_PARAMS"] = ParamsToJson(t.params);
   for (const auto& [name, v] : t.params) launch.env[ParamEnvName(name)] = ParamToString(v);
   launch.trial_dir = trial_dir;
@@ -131,7 +139,20 @@ struct Tuner::Impl {
   std::deque<TrialId> retry_queue;          // pending trials to run before new ones
   std::set<TrialId> running;
   std::map<TrialId, Clock::time_point> started_at;
-  std::map<TrialId, int> failures;          // failed attempts in this run
+  std::map<TrialId, int> failures;          // failed attempts (all runs: trials.failed_attempts)
+  std::set<TrialId> ever_started;           // some attempt started (a new one continues)
+  // Paused trials (Action::kPause), waiting for a slot: no process.
+  std::set<TrialId> paused;
+  // Trials the scheduler paused whose process is still exiting; the exploit
+  // to carry out once it is gone, and the step of the report that paused it.
+  struct Pausing {
+    std::optional<Exploit> exploit;
+    int64_t step = 0;
+  };
+  std::map<TrialId, Pausing> pausing;
+  // A replaced rank 0 (restart marker) whose first report has not come yet:
+  // the marker's reason.
+  std::map<TrialId, std::string> restarted;
   std::map<TrialId, Clock::time_point> finishing;  // reached max_t: exit deadline
   // Metric names a running attempt printed before any objective value (a
   // few), to say what it did print if it never reports the objective.
@@ -158,6 +179,31 @@ struct Tuner::Impl {
   Status ReplayHistory();
   Status LaunchReady();
   Status LaunchTrial(TrialId id);
+  // Trials waiting for a slot: pending, paused, or still to be created.
+  int Waiting() const {
+    return static_cast<int>(retry_queue.size() + paused.size()) +
+           std::max(0, max_trials - static_cast<int>(trials.size()));
+  }
+  // The paused trial to continue next: the lowest last step first (Ray's
+  // PopulationBasedTraining.choose_trial_to_run), among those the scheduler
+  // lets resume; nullopt if none.
+  std::optional<TrialId> NextPaused();
+  // Kill the trial's process after a kPause decision; CompletePause once it
+  // is gone.
+  Status BeginPause(TrialId id, std::optional<Exploit> exploit, int64_t step);
+  Status CompletePause(TrialId id);
+  // PBT's exploit into trial `id` (paused, its process gone): a copy of the
+  // donor's newest checkpoint, the new parameters, the record.
+  Status CarryOutExploit(TrialId id, const Exploit& exploit, int64_t step);
+  // Exploits the scheduler decided for paused trials (synch PBT).
+  Status TakeExploits();
+  // The trial's directory path, without creating it.
+  std::string TrialDirPath(const Trial& t) const {
+    std::error_code ec;
+    return std::filesystem::absolute(std::filesystem::path(options.runs_dir) / spec.name / TrialDirName(t.number), ec)
+        .string();
+  }
+  int64_t LastStep(const Trial& t) const { return t.intermediate.empty() ? 0 : t.intermediate.rbegin()->first; }
   // <runs_dir>/<experiment>/trial_NNNN, created, as an absolute path.
   Result<std::string> TrialDir(const Trial& t);
   // Resume: a trial whose running attempt the backend adopted goes on in
@@ -254,21 +300,37 @@ Status Tuner::Impl::ReplayHistory() {
   }
   TUNE_ASSIGN_OR_RETURN(History stored, storage.ListTrials(experiment_id));
   TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> reports, storage.ListReports(experiment_id));
+  TUNE_ASSIGN_OR_RETURN(std::vector<StoredExploit> exploits, storage.ListExploits(experiment_id));
 
-  // Scheduler replay: trials are added by number, then every report of the
-  // current attempts in arrival order; a finished trial completes right
-  // after its last report.
+  // Scheduler replay: trials are added by number (with their first
+  // parameters), then every report of the current attempts in arrival
+  // order, each recorded exploit right after the report stored before it;
+  // a finished trial completes right after its last report.
   std::map<TrialId, size_t> last_report;
   for (size_t i = 0; i < reports.size(); ++i) last_report[reports[i].trial_id] = i;
+  std::map<TrialId, const ParamMap*> first_params;
+  for (const StoredExploit& x : exploits) first_params.emplace(x.trial_id, &x.before);
   for (const Trial& t : stored) {
     Trial fresh = t;
     fresh.intermediate.clear();
+    if (auto it = first_params.find(t.id); it != first_params.end()) fresh.params = *it->second;
     index_of[t.id] = static_cast<int>(trials.size());
     trials.push_back(fresh);
     parts.scheduler->OnTrialAdd(fresh);
   }
+  size_t next_exploit = 0;
+  auto replay_exploits_through = [&](int64_t seq) {
+    for (; next_exploit < exploits.size() && exploits[next_exploit].after_seq < seq; ++next_exploit) {
+      const StoredExploit& x = exploits[next_exploit];
+      if (!index_of.count(x.trial_id) || !index_of.count(x.donor_id)) continue;
+      Trial& t = Get(x.trial_id);
+      t.params = x.after;
+      parts.scheduler->OnTrialExploited(t, Get(x.donor_id), x.donor_step);
+    }
+  };
   for (size_t i = 0; i < reports.size(); ++i) {
     const StoredReport& r = reports[i];
+    replay_exploits_through(r.seq);
     if (!index_of.count(r.trial_id)) continue;
     Trial& t = Get(r.trial_id);
     auto obj = Objective(r.report);
@@ -280,16 +342,23 @@ Status Tuner::Impl::ReplayHistory() {
       parts.scheduler->OnTrialComplete(t);
     }
   }
+  replay_exploits_through(std::numeric_limits<int64_t>::max());
+  // Decided again by the replay, carried out (or not) by the earlier run.
+  (void)parts.scheduler->TakeExploits();
   // Restore the stored snapshots (authoritative) and requeue interrupted trials.
-  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(experiment_id));
-  std::set<TrialId> ever_started;
-  for (const TrialRecord& r : records)
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialSummaries(experiment_id));
+  for (const TrialRecord& r : records) {
     if (r.started_at) ever_started.insert(r.trial.id);
+    if (r.failed_attempts > 0) failures[r.trial.id] = r.failed_attempts;
+  }
   for (const Trial& s : stored) {
     Trial& t = Get(s.id);
     t = s;
     // The next attempt gets a fresh number unless this trial never started.
-    if (s.state == TrialState::kPending && ever_started.count(s.id)) t.attempt = s.attempt + 1;
+    if ((s.state == TrialState::kPending || s.state == TrialState::kPaused) && ever_started.count(s.id)) {
+      t.attempt = s.attempt + 1;
+    }
+    if (t.state == TrialState::kPaused) paused.insert(t.id);
     if (t.state == TrialState::kPending) retry_queue.push_back(t.id);
     if (t.state == TrialState::kFailed) ++failed_count;
     if (t.state == TrialState::kCompleted) NoteValue(t);
@@ -297,6 +366,7 @@ Status Tuner::Impl::ReplayHistory() {
   if (parts.progress) {
     parts.progress->OnMessage("resuming experiment '" + spec.name + "': " + std::to_string(trials.size()) +
                               " trials so far, " + std::to_string(retry_queue.size()) + " to run again" +
+                              (paused.empty() ? "" : ", " + std::to_string(paused.size()) + " paused") +
                               (adopt.empty() ? "" : ", " + std::to_string(adopt.size()) + " adopted"));
   }
   for (TrialId id : adopt) TUNE_RETURN_IF_ERROR(AdoptTrial(id));
@@ -336,7 +406,13 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   Trial& t = Get(id);
   TUNE_ASSIGN_OR_RETURN(std::string trial_dir, TrialDir(t));
 
-  LaunchSpec launch = MakeLaunchSpec(spec, t, trial_dir);
+  // A trial that ran before continues from its newest checkpoint: a paused
+  // one always, a retried or interrupted one unless
+  // trial.resume_from_checkpoint is false.
+  std::optional<CheckpointFolder> resume;
+  const bool was_paused = t.state == TrialState::kPaused;
+  if (ever_started.count(id) && (was_paused || spec.trial.resume_from_checkpoint)) resume = NewestCheckpoint(trial_dir);
+  LaunchSpec launch = MakeLaunchSpec(spec, t, trial_dir, resume ? resume->path : "");
   if (!parts.backend->CanLaunch(launch)) return Status::Unavailable("no free resources");
   Status st = parts.backend->Launch(launch);
   if (!st.ok()) {
@@ -351,28 +427,67 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   }
   std::string location = "local";
   if (auto rs = parts.backend->State(id); rs.ok() && !rs->location.empty()) location = rs->location;
-  if (Status started = parts.storage->StartTrial(id, t.attempt, location); !started.ok()) {
+  Status started = resume ? parts.storage->ContinueTrial(id, t.attempt, location, resume->step)
+                          : parts.storage->StartTrial(id, t.attempt, location);
+  if (!started.ok()) {
     // Never kUnavailable from here: the caller reads that as "no free
     // resources" and would launch it again.
     (void)parts.backend->Kill(id, std::chrono::milliseconds(0));
     return started.code() == StatusCode::kUnavailable ? Status::Internal(started.message()) : started;
   }
+  // The curve the new attempt starts with: the reports that led to its
+  // checkpoint (copied by ContinueTrial), or none.
+  t.intermediate.clear();
+  if (resume) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> carried, parts.storage->ListTrialReports(id));
+    for (const StoredReport& r : carried) {
+      if (r.attempt != t.attempt || !r.excluded.empty()) continue;
+      if (auto obj = Objective(r.report)) t.intermediate[r.report.step] = *obj;
+    }
+  }
+  t.value = ScopedValue(t, spec.objective);
   t.state = TrialState::kRunning;
   running.insert(id);
+  paused.erase(id);
+  ever_started.insert(id);
   started_at[id] = Clock::now();
+  if (parts.progress && (resume || was_paused)) {
+    parts.progress->OnMessage("trial " + std::to_string(t.number) + " continues " +
+                              (resume ? "from " + std::filesystem::path(resume->path).filename().string()
+                                      : std::string("from the start: it has no checkpoint")));
+  }
   if (parts.progress) parts.progress->OnTrialStarted(t);
   if (parts.tracking) parts.tracking->OnAttemptStarted(t, trial_dir);
   return Status::Ok();
 }
 
+std::optional<TrialId> Tuner::Impl::NextPaused() {
+  std::vector<const Trial*> order;
+  for (TrialId id : paused) order.push_back(&Get(id));
+  std::sort(order.begin(), order.end(), [&](const Trial* a, const Trial* b) {
+    int64_t sa = LastStep(*a), sb = LastStep(*b);
+    return sa != sb ? sa < sb : a->number < b->number;
+  });
+  for (const Trial* t : order)
+    if (parts.scheduler->MayResume(*t)) return t->id;
+  return std::nullopt;
+}
+
 Status Tuner::Impl::LaunchReady() {
+  TUNE_RETURN_IF_ERROR(TakeExploits());
   while (static_cast<int>(running.size() + draining.size()) < max_concurrent) {
     if (spec.limits.max_failed_trials > 0 && failed_count >= spec.limits.max_failed_trials) return Status::Ok();
     TrialId id = 0;
+    bool from_paused = false;
     if (!retry_queue.empty()) {
       id = retry_queue.front();
+    } else if (static_cast<int>(trials.size()) >= max_trials) {
+      // The population is complete: paused trials take turns.
+      std::optional<TrialId> next = NextPaused();
+      if (!next) return Status::Ok();
+      id = *next;
+      from_paused = true;
     } else {
-      if (static_cast<int>(trials.size()) >= max_trials) return Status::Ok();
       // Sample only once the trial can start, so it sees the latest history.
       LaunchSpec probe;
       probe.workers = spec.trial.workers;
@@ -399,7 +514,8 @@ Status Tuner::Impl::LaunchReady() {
     }
     Status st = LaunchTrial(id);
     if (st.code() == StatusCode::kUnavailable) return Status::Ok();  // wait for resources
-    retry_queue.pop_front();
+    if (!from_paused) retry_queue.pop_front();
+    paused.erase(id);
     TUNE_RETURN_IF_ERROR(st);
   }
   return Status::Ok();
@@ -409,6 +525,16 @@ Status Tuner::Impl::Restart(TrialId id, const MetricReport& marker) {
   // A trial that reached max_t before keeps that result.
   if (finishing.count(id)) return Status::Ok();
   Trial& t = Get(id);
+  if (spec.trial.resume_from_checkpoint) {
+    // The new rank 0 may continue from a checkpoint: its first report says
+    // from which step on the old one's reports stop counting.
+    restarted[id] = marker.restart;
+    if (parts.progress) {
+      parts.progress->OnMessage("trial " + std::to_string(t.number) + ": rank 0 started over (" + marker.restart +
+                                "); its earlier reports from the step it reports next on no longer count");
+    }
+    return Status::Ok();
+  }
   TUNE_RETURN_IF_ERROR(parts.storage->ExcludeAttemptReports(id, t.attempt, marker.restart));
   t.intermediate.clear();
   t.value.reset();
@@ -433,6 +559,19 @@ Result<bool> Tuner::Impl::RecordReport(TrialId id, const MetricReport& r) {
     TUNE_RETURN_IF_ERROR(parts.storage->AppendExcludedReport(id, t.attempt, r, obj, kAfterMaxT));
     return false;
   }
+  if (pausing.count(id)) {
+    // Ray drops what a trial reports after it was paused; kept, marked.
+    TUNE_RETURN_IF_ERROR(parts.storage->AppendExcludedReport(id, t.attempt, r, obj, kAfterPause));
+    return false;
+  }
+  if (auto it = restarted.find(id); it != restarted.end()) {
+    // The first report of a replaced rank 0: what the old one reported from
+    // this step on is superseded (all of it without a checkpoint).
+    TUNE_RETURN_IF_ERROR(parts.storage->ExcludeAttemptReports(id, t.attempt, it->second, r.step));
+    t.intermediate.erase(t.intermediate.lower_bound(r.step), t.intermediate.end());
+    t.value = ScopedValue(t, spec.objective);
+    restarted.erase(it);
+  }
   TUNE_RETURN_IF_ERROR(parts.storage->AppendReport(id, t.attempt, r, obj));
   if (obj) t.intermediate[r.step] = *obj;
   if (parts.tracking) parts.tracking->OnReport(t, r);
@@ -456,7 +595,14 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
       }
       continue;
     }
+    parts.scheduler->SetWaitingTrials(Waiting());
     Decision d = parts.scheduler->OnTrialResult(t, r.step, *obj);
+    if (d.action == Action::kPause) {
+      TUNE_RETURN_IF_ERROR(BeginPause(id, std::move(d.exploit), r.step));
+      if (!pausing.count(id)) continue;  // the exploit was skipped: it goes on
+      *stopped = true;
+      return Status::Ok();
+    }
     if (d.action == Action::kStop) {
       if (!d.rung) {
         // At max_t: its budget is used. It gets kill_grace to exit by itself
@@ -483,11 +629,12 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
   Trial& t = Get(id);
   running.erase(id);
   other_metrics.erase(id);
+  restarted.erase(id);
   if (state == TrialState::kFailed) {
     int& f = failures[id];
     ++f;
     if (f <= spec.trial.max_retries) {
-      TUNE_RETURN_IF_ERROR(parts.storage->RetryTrial(id, message));
+      TUNE_RETURN_IF_ERROR(parts.storage->RetryFailedTrial(id, message));
       parts.scheduler->OnTrialError(t);
       if (parts.progress) parts.progress->OnTrialEnded(t, "attempt failed (" + message + "), retrying");
       t.state = TrialState::kPending;
@@ -519,6 +666,79 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
   return Status::Ok();
 }
 
+Status Tuner::Impl::BeginPause(TrialId id, std::optional<Exploit> exploit, int64_t step) {
+  Trial& t = Get(id);
+  if (exploit && (!index_of.count(exploit->donor) || !NewestCheckpoint(TrialDirPath(Get(exploit->donor))))) {
+    // Ray: no checkpoint to take, so nothing happens.
+    if (parts.progress && index_of.count(exploit->donor)) {
+      parts.progress->OnMessage("trial " + std::to_string(t.number) + ": no exploit, trial " +
+                                std::to_string(Get(exploit->donor).number) + " has no checkpoint yet");
+    }
+    if (parts.scheduler->OnExploitSkipped(t) != Action::kPause) return Status::Ok();
+    exploit.reset();
+  }
+  // It gets kill_grace to exit by itself (a program may save a checkpoint
+  // on SIGTERM); what it reports meanwhile is kept but does not count.
+  TUNE_RETURN_IF_ERROR(parts.backend->Kill(id, options.kill_grace));
+  pausing[id] = Pausing{std::move(exploit), step};
+  return Status::Ok();
+}
+
+Status Tuner::Impl::CompletePause(TrialId id) {
+  Pausing p = std::move(pausing.at(id));
+  pausing.erase(id);
+  Trial& t = Get(id);
+  running.erase(id);
+  other_metrics.erase(id);
+  TUNE_RETURN_IF_ERROR(parts.storage->PauseTrial(
+      id, p.exploit ? "paused to take trial " + std::to_string(Get(p.exploit->donor).number) + "'s checkpoint"
+                    : "paused at " + spec.scheduler.time_attr + " " + std::to_string(p.step) + " for another trial"));
+  t.state = TrialState::kPaused;
+  t.attempt += 1;  // the next process is a new attempt
+  paused.insert(id);
+  if (p.exploit) TUNE_RETURN_IF_ERROR(CarryOutExploit(id, *p.exploit, p.step));
+  if (parts.progress) parts.progress->OnTrialEnded(t, "paused");
+  return Status::Ok();
+}
+
+Status Tuner::Impl::CarryOutExploit(TrialId id, const Exploit& exploit, int64_t step) {
+  Trial& t = Get(id);
+  const Trial& donor = Get(exploit.donor);
+  auto copied = CopyNewestCheckpoint(TrialDirPath(donor), TrialDirPath(t));
+  if (!copied.ok()) {
+    // Gone meanwhile: it continues from its own checkpoint, unchanged.
+    if (parts.progress) {
+      parts.progress->OnMessage("trial " + std::to_string(t.number) + ": no exploit, " + copied.status().message());
+    }
+    (void)parts.scheduler->OnExploitSkipped(t);
+    return Status::Ok();
+  }
+  TUNE_RETURN_IF_ERROR(parts.storage->RecordExploit(id, step, donor.id, copied->step, exploit.params));
+  std::string changes;
+  for (const auto& [name, v] : exploit.params) {
+    auto old = t.params.find(name);
+    if (old != t.params.end() && old->second == v) continue;
+    changes += (changes.empty() ? "" : ", ") + name + " " +
+               (old == t.params.end() ? std::string("-") : ParamToString(old->second)) + " -> " + ParamToString(v);
+  }
+  t.params = exploit.params;
+  parts.scheduler->OnTrialExploited(t, donor, copied->step);
+  if (parts.progress) {
+    parts.progress->OnMessage("trial " + std::to_string(t.number) + " takes trial " + std::to_string(donor.number) +
+                              "'s checkpoint-" + std::to_string(copied->step) +
+                              (changes.empty() ? "" : ": " + changes));
+  }
+  return Status::Ok();
+}
+
+Status Tuner::Impl::TakeExploits() {
+  for (auto& [id, exploit] : parts.scheduler->TakeExploits()) {
+    if (!paused.count(id) || !index_of.count(exploit.donor)) continue;
+    TUNE_RETURN_IF_ERROR(CarryOutExploit(id, exploit, LastStep(Get(id))));
+  }
+  return Status::Ok();
+}
+
 void Tuner::Impl::Drain(TrialId id) {
   draining[id] = Clock::now() + options.kill_grace + std::chrono::seconds(5);
 }
@@ -535,6 +755,13 @@ Status Tuner::Impl::Harvest() {
   }
   std::vector<TrialId> ids(running.begin(), running.end());
   for (TrialId id : ids) {
+    if (pausing.count(id)) {
+      TUNE_ASSIGN_OR_RETURN(std::vector<MetricReport> late, parts.backend->Poll(id));
+      for (const MetricReport& r : late) TUNE_RETURN_IF_ERROR(RecordReport(id, r).status());
+      TUNE_ASSIGN_OR_RETURN(RunStatus rs, parts.backend->State(id));
+      if (rs.state == RunState::kSucceeded || rs.state == RunState::kFailed) TUNE_RETURN_IF_ERROR(CompletePause(id));
+      continue;
+    }
     TUNE_ASSIGN_OR_RETURN(std::vector<MetricReport> reports, parts.backend->Poll(id));
     bool stopped = false;
     TUNE_RETURN_IF_ERROR(HandleReports(id, reports, &stopped));
@@ -584,6 +811,7 @@ Status Tuner::Impl::StopAllRunning(TrialState as, const std::string& message) {
     if (reports.ok()) {
       for (const MetricReport& r : *reports) TUNE_RETURN_IF_ERROR(RecordReport(id, r).status());
     }
+    pausing.erase(id);  // stopped instead: an exploit not carried out is not recorded
     if (finishing.erase(id)) {
       // It had reached max_t: its budget is used, so it is completed
       // (also when interrupted: nothing is left to run).
@@ -598,6 +826,14 @@ Status Tuner::Impl::StopAllRunning(TrialState as, const std::string& message) {
       running.erase(id);
       if (parts.progress) parts.progress->OnTrialEnded(t, message);
     } else {
+      TUNE_RETURN_IF_ERROR(EndTrial(id, as, message));
+    }
+  }
+  if (as != TrialState::kPending) {
+    // The run is over: paused trials end where they stand.
+    std::vector<TrialId> waiting(paused.begin(), paused.end());
+    for (TrialId id : waiting) {
+      paused.erase(id);
       TUNE_RETURN_IF_ERROR(EndTrial(id, as, message));
     }
   }
@@ -735,7 +971,8 @@ Result<RunSummary> Tuner::RunLoop(Impl& run, const std::atomic<bool>* stop) {
       break;
     }
     TUNE_RETURN_IF_ERROR(run.LaunchReady());
-    if (run.running.empty() && run.retry_queue.empty() && static_cast<int>(run.trials.size()) >= run.max_trials) {
+    if (run.running.empty() && run.retry_queue.empty() && run.paused.empty() &&
+        static_cast<int>(run.trials.size()) >= run.max_trials) {
       // Every trial failed: nothing was learned, which is a failed
       // experiment even without max_failed_trials (a script sees exit 1).
       ProgressCounts c = run.Counts();
@@ -752,6 +989,10 @@ Result<RunSummary> Tuner::RunLoop(Impl& run, const std::atomic<bool>* stop) {
         !(spec_.limits.max_failed_trials > 0 && run.failed_count >= spec_.limits.max_failed_trials)) {
       // Nothing runs and the next trial does not fit: it never will.
       return Status::InvalidArgument("a trial needs more resources (workers x resources_per_worker) than the backend has");
+    }
+    if (run.running.empty() && run.draining.empty() && run.retry_queue.empty() && !run.paused.empty() &&
+        static_cast<int>(run.trials.size()) >= run.max_trials && !run.NextPaused()) {
+      return Status::Internal("the scheduler keeps every paused trial waiting while none runs");
     }
     parts_.backend->WaitForEvent(options_.tick);
     TUNE_RETURN_IF_ERROR(run.Harvest());

@@ -8,6 +8,15 @@
 // were interrupted: they go back to pending and are run again (their
 // reports of the interrupted attempt are kept but no longer count), unless
 // the backend adopted their attempt (TunerOptions::adopted).
+//
+// Checkpoints (docs/architecture.md, "Checkpoints"): a trial that ran
+// before (retried, interrupted, paused) continues from the newest
+// checkpoint-<step> folder of its trial directory; its new attempt starts
+// with the reports up to that step. A kPause decision stops the trial's
+// process; once it is gone the trial is paused (no process, no slot) and,
+// for PBT's exploit, gets a copy of the donor's newest checkpoint and its
+// new parameters. Paused trials take free slots once every trial of
+// limits.max_trials exists, the lowest last step first.
 #pragma once
 
 #include <atomic>
@@ -99,7 +108,11 @@ class Tuner {
 
 // The LaunchSpec of trial `t`'s current attempt: command and env with every
 // placeholder substituted, the environment of docs/architecture.md, section 4.2, resources.
-LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std::string& trial_dir);
+// `resume_from`: the checkpoint folder the attempt continues from
+// (TUNE_RESUME_FROM, ${resume_from}); empty for none (the variable is then
+// not set and the placeholder is empty).
+LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std::string& trial_dir,
+                          const std::string& resume_from = "");
 
 // Replaces ${name} in `arg` by values: parameters, trial_id, experiment,
 // trial_dir. Unknown names are left as they are (the spec parser rejects

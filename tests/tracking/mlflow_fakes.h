@@ -209,8 +209,9 @@ class StorageProbe : public Storage {
                               const std::string& why) override {
     return real_->AppendExcludedReport(t, a, r, o, why);
   }
-  Status ExcludeAttemptReports(TrialId t, int a, const std::string& why) override {
-    return real_->ExcludeAttemptReports(t, a, why);
+  Status ExcludeAttemptReports(TrialId t, int a, const std::string& why,
+                               std::optional<int64_t> from_step) override {
+    return real_->ExcludeAttemptReports(t, a, why, from_step);
   }
   Status RetryTrial(TrialId t, const std::string& m) override { return real_->RetryTrial(t, m); }
   Status RetryFailedTrial(TrialId t, const std::string& m) override { return real_->RetryFailedTrial(t, m); }
