@@ -124,6 +124,25 @@ TEST_CASE("spec: tune validate shows where ASHA checks trials, bracket by bracke
   fs::remove_all(tmp);
 }
 
+TEST_CASE("spec: tune validate shows PBT's keys and the mutated parameters", "[spec][cli]") {
+  const TempDir scratch;
+  const fs::path file = scratch.path / "pbt.json";
+  std::ofstream(file) << R"({"name": "x", "objective": {"metric": "m", "mode": "max"},
+      "parameters": {"lr": {"type": "loguniform", "low": 1e-5, "high": 1e-1},
+                     "r": {"type": "choice", "values": [4, 8]}},
+      "limits": {"max_trials": 8, "max_concurrent_trials": 4},
+      "scheduler": {"type": "pbt", "max_t": 300, "synch": true, "hyperparam_mutations": ["lr"]},
+      "trial": {"command": ["true", "--lora-r", "${r}"]}})";
+  Run r = Validate(file.string());
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("scheduler   pbt (time_attr step, max_t 300, perturbation_interval 20, burn_in_period 0, "
+                   "quantile_fraction 0.25, resample_probability 0.25, perturbation_factors [1.2, 0.8], "
+                   "synchronous, population 8)\n") != std::string::npos);
+  CHECK(r.out.find("\n              mutates lr in loguniform(1e-05, 0.1)\n") != std::string::npos);
+  CHECK(r.out.find("mutates r") == std::string::npos);
+}
+
 TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence", "[spec][cli]") {
   const TempDir scratch;
   const fs::path& tmp = scratch.path;
