@@ -1,7 +1,9 @@
 // PbtScheduler (schedulers/pbt_scheduler.h): Ray's on_trial_result
 // semantics, replay determinism, and the synch barrier fixes.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "schedulers/pbt_scheduler.h"
 
@@ -264,6 +266,67 @@ TEST_CASE("Synch: a failed or finished trial does not hang the barrier (ray#1212
   Decision d = lazy.OnTrialResult(b, 10, 2);
   CHECK(d.reason.find("waiting") != std::string::npos);
   CHECK(!lazy.MayResume(a));
+}
+
+// Ray's pbt_function example (python/ray/tune/examples/pbt_function.py):
+// accuracy grows fastest with lr near 0.01 below accuracy 100 and near
+// 0.001 above, so the best lr moves during training. Trials take one step
+// each in turn; an exploit copies the donor's state (its checkpoint at its
+// last step). Returns the population's best final accuracy.
+double PbtFunctionToy(uint64_t seed, bool exploit) {
+  PbtOptions o;
+  o.perturbation_interval = 10;
+  o.max_t = 300;
+  o.maximize = true;
+  o.seed = seed;
+  o.resample_probability = 0.25;
+  o.hyperparam_mutations = {{"lr", FloatDistribution{1e-4, 1e-1, true, {}}}};
+  o.population = 8;
+  PbtScheduler pbt(o);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0, 1), log_lr(std::log(1e-4), std::log(1e-1));
+  std::normal_distribution<double> noise(0, 1);
+  std::vector<Trial> trials;
+  std::vector<double> accuracy(8, 0.0);
+  for (int n = 0; n < 8; ++n) {
+    Trial t;
+    t.id = 900 + n;
+    t.number = n;
+    t.params = {{"lr", std::exp(log_lr(rng))}};
+    trials.push_back(t);
+    pbt.OnTrialAdd(t);
+  }
+  for (int64_t step = 1; step <= o.max_t; ++step) {
+    for (int n = 0; n < 8; ++n) {
+      const double lr = std::get<double>(trials[n].params.at("lr"));
+      const double optimal = accuracy[n] < 100 ? 0.01 : 0.001;
+      const double q_err = std::max(lr, optimal) / std::min(lr, optimal);
+      if (q_err < 3) accuracy[n] += unit(rng) / q_err;
+      else if (lr > optimal) accuracy[n] -= (q_err - 3) * unit(rng);
+      accuracy[n] = std::max(0.0, accuracy[n] + 2 * noise(rng));
+      Decision d = pbt.OnTrialResult(trials[n], step, accuracy[n]);
+      if (d.action == Action::kStop) continue;
+      if (exploit && d.exploit) {
+        const size_t donor = static_cast<size_t>(d.exploit->donor - 900);
+        accuracy[n] = accuracy[donor];  // the donor's newest checkpoint
+        trials[n].params = d.exploit->params;
+        pbt.OnTrialExploited(trials[n], trials[donor], step);
+      }
+    }
+  }
+  return *std::max_element(accuracy.begin(), accuracy.end());
+}
+
+TEST_CASE("PBT beats the same population without exploits on Ray's pbt_function toy", "[pbt]") {
+  std::vector<double> with, without;
+  for (uint64_t seed = 1; seed <= 9; ++seed) {
+    with.push_back(PbtFunctionToy(seed, true));
+    without.push_back(PbtFunctionToy(seed, false));
+  }
+  std::sort(with.begin(), with.end());
+  std::sort(without.begin(), without.end());
+  INFO("median best accuracy with PBT " << with[4] << ", without " << without[4]);
+  CHECK(with[4] > 1.2 * without[4]);
 }
 
 }  // namespace
