@@ -228,6 +228,43 @@ TEST_CASE("Synch: the population waits at the barrier; the last to arrive decide
   CHECK(pbt.OnExploitSkipped(t[0]) == Action::kPause);
 }
 
+TEST_CASE("Synch replay: a recorded exploit of a paused trial is not handed out again", "[pbt]") {
+  PbtOptions o = Options(true);
+  o.population = 3;
+  PbtScheduler live(o), replay(o);
+  Trial a = MakeTrial(0, 0.1), b = MakeTrial(1, 0.2), c = MakeTrial(2, 0.3);
+  std::vector<std::pair<TrialId, Exploit>> taken;
+  for (PbtScheduler* s : {&live, &replay}) {
+    for (const Trial* x : {&a, &b, &c}) s->OnTrialAdd(*x);
+    s->OnTrialResult(a, 10, -3);
+    s->OnTrialResult(b, 10, 2);
+    CHECK(!s->OnTrialResult(c, 10, 5).exploit);
+  }
+  taken = live.TakeExploits();
+  REQUIRE(taken.size() == 1);
+  CHECK(taken[0].first == a.id);
+  // The tuner carried it out and recorded it; --resume replays the record
+  // right after c's report: the same exploit, and nothing left to take.
+  Trial a2 = a;
+  a2.params = taken[0].second.params;
+  live.OnTrialExploited(a2, c, 10);
+  replay.OnTrialExploited(a2, c, 10);
+  CHECK(replay.TakeExploits().empty());
+  CHECK(live.CheckTimes(a.id) == replay.CheckTimes(a.id));
+  CHECK(live.NextPerturbationSync() == replay.NextPerturbationSync());
+  // Both decide the same from there on.
+  for (PbtScheduler* s : {&live, &replay}) {
+    s->OnTrialResult(a2, 20, 9);
+    s->OnTrialResult(b, 20, 1);
+  }
+  Decision x = live.OnTrialResult(c, 20, 4), y = replay.OnTrialResult(c, 20, 4);
+  CHECK(x.action == y.action);
+  CHECK(live.TakeExploits().size() == 1);
+  auto again = replay.TakeExploits();
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].first == b.id);
+}
+
 TEST_CASE("Synch: a failed or finished trial does not hang the barrier (ray#12122, ray#23424)", "[pbt]") {
   PbtOptions o = Options(true);
   o.population = 3;
