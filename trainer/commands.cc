@@ -1,4 +1,5 @@
 // The lora_train subcommands: fine-tune (LoRA), pretrain, init, logits.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -138,6 +139,45 @@ Status WriteModelFolder(CausalLm& model, const std::string& dir, const std::stri
   return Status::Ok();
 }
 
+std::string JoinModules(std::vector<std::string> modules) {
+  std::sort(modules.begin(), modules.end());
+  std::string out;
+  for (const auto& m : modules) out += (out.empty() ? "" : ",") + m;
+  return out;
+}
+
+// A LoRA checkpoint continues only with its own rank and target modules (its
+// adapter tensors and AdamW moments have their shapes); alpha, dropout,
+// rsLoRA and every loop hyperparameter may change. The checkpoint's
+// adapter_config.json says which it was trained with; a folder without one
+// is left to the shape checks of the loaders.
+Status CheckLoraCheckpoint(const std::string& dir, const LoraConfig& now, bool log) {
+  const std::string path = (fs::path(dir) / "adapter_config.json").string();
+  if (!fs::exists(path)) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(std::string text, ReadText(path));
+  auto saved = ParseAdapterConfig(text);
+  if (!saved.ok()) return Status::InvalidArgument(dir + ": " + saved.status().message());
+  if (saved->r != now.r) {
+    return Status::InvalidArgument(dir + ": the checkpoint's LoRA rank is " + std::to_string(saved->r) +
+                                   ", --lora-r asks " + std::to_string(now.r) +
+                                   "; a checkpoint continues only with its own rank");
+  }
+  const std::string saved_modules = JoinModules(saved->target_modules), now_modules = JoinModules(now.target_modules);
+  if (saved_modules != now_modules) {
+    return Status::InvalidArgument(dir + ": the checkpoint's LoRA target modules are " + saved_modules +
+                                   ", --target-modules asks " + now_modules +
+                                   "; a checkpoint continues only with its own target modules");
+  }
+  if (log && (saved->alpha != now.alpha || saved->dropout != now.dropout || saved->use_rslora != now.use_rslora)) {
+    std::ostringstream s;
+    s << "lora_train: continuing with LoRA alpha " << now.alpha << ", dropout " << now.dropout
+      << (now.use_rslora ? ", rsLoRA" : "") << " (the checkpoint's run had alpha " << saved->alpha << ", dropout "
+      << saved->dropout << (saved->use_rslora ? ", rsLoRA" : "") << ")";
+    std::cerr << s.str() << std::endl;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -200,6 +240,7 @@ int RunFinetune(const FinetuneOptions& o) {
     TrainHooks hooks;
     hooks.weights = [&] { return model->AdapterState(); };
     hooks.load_weights = [&](const TensorMap& w) { return model->LoadAdapter(w); };
+    hooks.check_checkpoint = [&](const std::string& dir) { return CheckLoraCheckpoint(dir, lora, dist->is_main()); };
     hooks.weights_file = "adapter_model.safetensors";
     hooks.extra_files = {{"adapter_config.json", adapter_config}};
     hooks.write_final = [&](const std::string& out) -> Status {

@@ -36,7 +36,10 @@ void AddLoopFlags(CLI::App* app, tune::LoopOptions* o) {
   app->add_option("--threads", o->threads, "intra-op threads (0: OMP_NUM_THREADS or all cores)");
   app->add_option("--eval-fraction", o->eval_fraction, "eval split when no eval file is given");
   app->add_option("--eval-max-examples", o->eval_max_examples, "cap on eval examples (0: all)");
-  app->add_option("--resume-from", o->resume_from, "checkpoint folder to continue from");
+  app->add_option("--resume-from", o->resume_from,
+                  "checkpoint folder to continue from, with this command line's hyperparameters (\"\": none given; "
+                  "then $TUNE_RESUME_FROM if set, else the newest checkpoint in --output)")
+      ->expected(0, 1);  // a bare --resume-from, as `--resume-from ${resume_from}` in a shell line gives, is ""
   app->add_flag("!--no-auto-resume", o->auto_resume, "do not resume from a checkpoint found in --output");
   app->add_option("--output", o->output,
                   "output folder (default $TUNE_TRIAL_DIR, else ./output; pretrain: <out>/pretrain_checkpoints, "

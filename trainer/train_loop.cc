@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <fstream>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "trainer/checkpoint.h"
 #include "trainer/device.h"
@@ -55,6 +58,54 @@ int64_t CountTargets(const text::Example& e) {
 
 void SetLearningRate(torch::optim::Optimizer& opt, double lr) {
   for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+}
+
+// After a restore: every parameter group's hyperparameters are the command
+// line's. libtorch's Optimizer::load (torch/optim/serialize.h) restores only
+// the per-parameter state (moments, step counts) and keeps the groups'
+// options, but PyTorch's load_state_dict replaces them with the saved ones;
+// set them here so the command line wins whatever the loader does.
+void ApplyCommandLineOptions(torch::optim::Optimizer& opt, const LoopOptions& o) {
+  for (auto& group : opt.param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(o.lr).weight_decay(o.weight_decay);
+  }
+}
+
+// The loop's hyperparameters, written into every checkpoint as
+// training_args.json (for the person reading it and for DescribeChanges).
+std::string TrainingArgsJson(const LoopOptions& o) {
+  return nlohmann::json{{"lr", o.lr},
+                        {"weight_decay", o.weight_decay},
+                        {"warmup_steps", o.warmup_steps},
+                        {"schedule", o.schedule},
+                        {"max_steps", o.max_steps},
+                        {"batch_size", o.batch_size},
+                        {"grad_accum", o.grad_accum},
+                        {"clip", o.clip},
+                        {"seed", o.seed}}
+             .dump(2) +
+         "\n";
+}
+
+// "; from the command line: lr 0.001 (the checkpoint's run had 0.0005), ..."
+// for the hyperparameters that differ from the checkpoint's
+// training_args.json; "" when none differs or the file is absent. Prose
+// without name=number pairs (stderr is read for metrics too).
+std::string DescribeChanges(const std::string& dir, const LoopOptions& o) {
+  std::ifstream in(std::filesystem::path(dir) / "training_args.json");
+  if (!in) return "";
+  const nlohmann::json saved = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!saved.is_object()) return "";
+  const nlohmann::json now = nlohmann::json::parse(TrainingArgsJson(o));
+  std::string out;
+  for (const auto& [key, value] : now.items()) {
+    auto it = saved.find(key);
+    if (it == saved.end() || *it == value) continue;
+    auto show = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    out += (out.empty() ? "; from the command line: " : ", ") + key + " " + show(value) +
+           " (the checkpoint's run had " + show(*it) + ")";
+  }
+  return out;
 }
 
 // Mean eval loss over `eval` (rank r takes examples r, r + W, ...), reduced.
@@ -120,6 +171,18 @@ std::string ResolveOutput(const LoopOptions& options) {
   return "output";
 }
 
+ResumePoint ResolveResume(const LoopOptions& options, const std::string& output) {
+  if (!options.resume_from.empty()) return {options.resume_from, "--resume-from"};
+  if (const char* dir = std::getenv("TUNE_RESUME_FROM"); dir != nullptr && *dir != '\0') {
+    return {dir, "$TUNE_RESUME_FROM"};
+  }
+  if (options.auto_resume) {
+    std::string latest = LatestCheckpoint(output);
+    if (!latest.empty()) return {latest, "the newest checkpoint in " + output};
+  }
+  return {};
+}
+
 Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std::vector<text::Example>& train,
                     const std::vector<text::Example>& eval, const LoopOptions& o, int32_t pad_id,
                     Distributed& dist, const TrainHooks& hooks) {
@@ -138,15 +201,23 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
   const torch::Device device = ModelDevice(model);  // batches go there; the flattened gradients stay there
   torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
   int64_t start_step = 0;
-  std::string resume = o.resume_from;
-  if (resume.empty() && o.auto_resume) resume = LatestCheckpoint(output);
-  if (!resume.empty()) {
-    TUNE_ASSIGN_OR_RETURN(CheckpointContents ckpt,
-                          LoadCheckpoint(resume, hooks.weights_file, optimizer, device, dist.rank()));
-    TUNE_RETURN_IF_ERROR(hooks.load_weights(ckpt.weights));
-    start_step = ckpt.step;
-    if (dist.is_main()) std::cerr << "lora_train: resumed from " << resume << " at step " << start_step << "\n";
+  const ResumePoint resume = ResolveResume(o, output);
+  if (!resume.dir.empty()) {
+    if (hooks.check_checkpoint) TUNE_RETURN_IF_ERROR(hooks.check_checkpoint(resume.dir));
+    auto loaded = LoadCheckpoint(resume.dir, hooks.weights_file, optimizer, device, dist.rank());
+    if (!loaded.ok()) {  // name what pointed there: a stale $TUNE_RESUME_FROM reads differently from a typo
+      return Status(loaded.status().code(), resume.source + ": " + loaded.status().message());
+    }
+    TUNE_RETURN_IF_ERROR(hooks.load_weights(loaded->weights));
+    ApplyCommandLineOptions(optimizer, o);
+    start_step = loaded->step;
+    if (dist.is_main()) {
+      std::cerr << "lora_train: resumed from " << resume.dir << " (" << resume.source << ") at step " << start_step
+                << DescribeChanges(resume.dir, o) << std::endl;
+    }
   }
+  std::map<std::string, std::string> extra_files = hooks.extra_files;
+  extra_files["training_args.json"] = TrainingArgsJson(o);
 
   DataOrder order(train, o.seed);
   const int64_t world = dist.world_size(), rank = dist.rank();
@@ -164,7 +235,7 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
   auto save = [&](int64_t step) -> Status {  // on every rank: each one's RNG state goes into the checkpoint
     TUNE_ASSIGN_OR_RETURN(TensorMap rng, GatherRngStates(dist, CaptureRngState(device)));
     if (!dist.is_main()) return Status::Ok();
-    return SaveCheckpoint(output, step, hooks.weights(), hooks.weights_file, optimizer, rng, hooks.extra_files,
+    return SaveCheckpoint(output, step, hooks.weights(), hooks.weights_file, optimizer, rng, extra_files,
                           o.keep_checkpoints);
   };
 

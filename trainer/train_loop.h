@@ -29,6 +29,9 @@ struct TrainHooks {
   std::function<TensorMap()> weights;
   // Copies saved weights back into the parameters (resume).
   std::function<Status(const TensorMap&)> load_weights;
+  // Refuses a checkpoint folder this run cannot continue from (LoRA: another
+  // rank or other target modules), before anything is loaded. May be empty.
+  std::function<Status(const std::string& dir)> check_checkpoint;
   std::string weights_file;                        // inside checkpoints
   std::map<std::string, std::string> extra_files;  // also written into checkpoints
   // Writes the final artifacts into the output folder (rank 0 only).
@@ -48,11 +51,31 @@ Batch MakeBatch(const std::vector<const text::Example*>& examples, int32_t pad_i
 // Runs options.max_steps optimizer steps over `train` (evaluating on `eval`)
 // and calls hooks.write_final on rank 0. `params` are the trainable tensors.
 // Non-OK on I/O or collective failures; the caller prints it and exits 1.
+//
+// Continuing (ResolveResume names the checkpoint; trainer/README.md,
+// "Continuing from a checkpoint"): the checkpoint gives the trainable
+// weights, the AdamW moments and step counts, every rank's RNG state and the
+// global step (hence the data position: step x global batch into the order
+// --seed gives); the command line gives every hyperparameter. The restored
+// optimizer keeps its moments, but each parameter group's lr and weight
+// decay are the command line's, and lr(step) is the schedule of the command
+// line's --lr, --warmup-steps, --schedule and --max-steps for every step
+// after the checkpoint's, as if the run had had those values from step 0.
 Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std::vector<text::Example>& train,
                     const std::vector<text::Example>& eval, const LoopOptions& options, int32_t pad_id,
                     Distributed& dist, const TrainHooks& hooks);
 
 // The output folder: options.output, else $TUNE_TRIAL_DIR, else ./output.
 std::string ResolveOutput(const LoopOptions& options);
+
+// The checkpoint a run continues from, and what named it.
+struct ResumePoint {
+  std::string dir;     // "" : start from step 0
+  std::string source;  // "--resume-from", "$TUNE_RESUME_FROM" or "the newest checkpoint in <output>"
+};
+// options.resume_from if non-empty (so `--resume-from ""` names none), else
+// $TUNE_RESUME_FROM if set and non-empty, else (options.auto_resume) the
+// newest complete checkpoint-<step> folder in `output`, else none.
+ResumePoint ResolveResume(const LoopOptions& options, const std::string& output);
 
 }  // namespace tune

@@ -28,7 +28,7 @@ struct LoopOptions {
   int threads = 0;                  // 0: OMP_NUM_THREADS, else all cores
   double eval_fraction = 0.1;       // eval split when no eval file is given
   int64_t eval_max_examples = 512;  // cap on the eval set (0: all)
-  std::string resume_from;          // a checkpoint-N directory
+  std::string resume_from;          // a checkpoint-N directory; "": $TUNE_RESUME_FROM, else auto-resume
   bool auto_resume = true;          // resume from the newest checkpoint in output
   std::string output;               // default $TUNE_TRIAL_DIR, else ./output
   std::string backend = "auto";     // distributed: auto | gloo | nccl (trainer/device.h)
