@@ -38,14 +38,14 @@ struct Exploit {
 
 struct Decision {
   Action action = Action::kContinue;
-  // With kPause only: continue from the donor's checkpoint (PBT). The tuner
-  // first checks that the donor has one; if not, it calls OnExploitSkipped
-  // instead and nothing is copied.
-  std::optional<Exploit> exploit;
   // For kStop: the milestone (time_attr value) of the rung the trial was
   // stopped at, recorded in the database and shown by `tune trials`.
   std::optional<int64_t> rung;
   std::string reason;  // one line for logs, e.g. "below rung 9 cutoff 2.31"
+  // With kPause only: continue from the donor's checkpoint (PBT). The tuner
+  // first checks that the donor has one; if not, it calls OnExploitSkipped
+  // instead and nothing is copied.
+  std::optional<Exploit> exploit;
 
   static Decision Continue() { return {}; }
 };

@@ -412,6 +412,23 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   std::optional<CheckpointFolder> resume;
   const bool was_paused = t.state == TrialState::kPaused;
   if (ever_started.count(id) && (was_paused || spec.trial.resume_from_checkpoint)) resume = NewestCheckpoint(trial_dir);
+  if (!ever_started.count(id)) {
+    // A first attempt starts from scratch: checkpoints in its directory were
+    // left by an earlier experiment of the same name (its database gone),
+    // and a program that scans its folder must not continue from them.
+    int removed = 0;
+    while (auto stale = NewestCheckpoint(trial_dir)) {
+      std::error_code ec;
+      std::filesystem::remove_all(stale->path, ec);
+      if (ec) return Status::Internal("cannot remove " + stale->path + ", left by an earlier experiment: " + ec.message());
+      ++removed;
+    }
+    if (removed > 0 && parts.progress) {
+      parts.progress->OnMessage("trial " + std::to_string(t.number) + ": removed " + std::to_string(removed) +
+                                " checkpoint folder(s) an earlier experiment named '" + spec.name + "' left in " +
+                                trial_dir);
+    }
+  }
   LaunchSpec launch = MakeLaunchSpec(spec, t, trial_dir, resume ? resume->path : "");
   if (!parts.backend->CanLaunch(launch)) return Status::Unavailable("no free resources");
   Status st = parts.backend->Launch(launch);

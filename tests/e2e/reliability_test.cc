@@ -41,63 +41,6 @@ json Spec(const std::string& name, int max_trials, int concurrent, int steps, in
   };
 }
 
-fs::path Write(const fs::path& dir, const json& spec) {
-  fs::path p = dir / (spec["name"].get<std::string>() + ".json");
-  std::ofstream(p) << spec.dump(2);
-  return p;
-}
-
-// `tune run SPEC --db DB --quiet [extra]` in the background, output to `log`.
-pid_t StartTune(const fs::path& spec, const std::string& db, const fs::path& log, const char* extra = nullptr) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execl((kBin + "/tune").c_str(), "tune", "run", spec.c_str(), "--db", db.c_str(), "--quiet", extra,
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return pid;
-}
-
-// The exit code of `pid`, waiting at most `limit_s` (then SIGKILL, -1).
-int WaitExit(pid_t pid, int limit_s) {
-  for (int i = 0; i < limit_s * 20; ++i) {
-    int st = 0;
-    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return -1;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// Waits until `sql` (one number) on `db` is at least `n`.
-bool WaitCount(const std::string& db, const std::string& sql, int n) {
-  for (int i = 0; i < 600; ++i) {
-    Output c = Sh("sqlite3 " + Quote(db) + " " + Quote(sql));
-    if (c.code == 0 && !c.out.empty() && std::isdigit(static_cast<unsigned char>(c.out[0])) && std::stoi(c.out) >= n)
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
-// Waits until no live process has `needle` in its command line.
-bool NoProcessLeft(const std::string& needle) {
-  for (int i = 0; i < 100; ++i) {
-    if (CountProcesses(needle) == 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("a database deleted mid-run stops tune with one sentence and a non-zero exit", "[e2e][reliability]") {
