@@ -343,6 +343,11 @@ Status Tuner::Impl::ReplayHistory() {
     }
   }
   replay_exploits_through(std::numeric_limits<int64_t>::max());
+  // A finished trial without a counted report ends too (a synch barrier
+  // must not wait for it).
+  for (const Trial& st : stored) {
+    if (IsFinished(st.state) && !last_report.count(st.id)) parts.scheduler->OnTrialComplete(Get(st.id));
+  }
   // Decided again by the replay, carried out (or not) by the earlier run.
   (void)parts.scheduler->TakeExploits();
   // Restore the stored snapshots (authoritative) and requeue interrupted trials.
@@ -685,11 +690,17 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
 
 Status Tuner::Impl::BeginPause(TrialId id, std::optional<Exploit> exploit, int64_t step) {
   Trial& t = Get(id);
-  if (exploit && (!index_of.count(exploit->donor) || !NewestCheckpoint(TrialDirPath(Get(exploit->donor))))) {
+  std::optional<CheckpointFolder> donor_newest;
+  if (exploit && index_of.count(exploit->donor)) donor_newest = NewestCheckpoint(TrialDirPath(Get(exploit->donor)));
+  // A checkpoint at max_t has nothing left to train: continuing from it
+  // would end the trial at once and lose its own last value.
+  const bool at_end = donor_newest && spec.scheduler.type == "pbt" && donor_newest->step >= spec.scheduler.max_t;
+  if (exploit && (!donor_newest || at_end)) {
     // Ray: no checkpoint to take, so nothing happens.
     if (parts.progress && index_of.count(exploit->donor)) {
       parts.progress->OnMessage("trial " + std::to_string(t.number) + ": no exploit, trial " +
-                                std::to_string(Get(exploit->donor).number) + " has no checkpoint yet");
+                                std::to_string(Get(exploit->donor).number) +
+                                (at_end ? "'s newest checkpoint is at max_t" : " has no checkpoint yet"));
     }
     if (parts.scheduler->OnExploitSkipped(t) != Action::kPause) return Status::Ok();
     exploit.reset();
