@@ -10,7 +10,11 @@
 # bench/pbt_ray.py does for Ray Tune.
 #
 #   bench/pbt_bench.sh [--tune build/bin/tune] [--seeds 5] [--first-seed 0] [--only pbt|random]
+#                      [--max-concurrent N] [--sleep-ms MS]
 #
+# --max-concurrent N is passed to `tune run` (the experiments run all 8 at
+# once; 2 is Ray's setting in bench/pbt_ray.py, where trials take turns).
+# --sleep-ms replaces the toy's per-step sleep (5 ms in the experiments).
 # pbt_toy_trial must sit beside tune (both are built into build/bin).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,12 +23,16 @@ tune=$root/build/bin/tune
 seeds=5
 first=0
 kinds="pbt random"
+run_args=()
+sleep_ms=
 while [ $# -gt 0 ]; do
   case $1 in
     --tune) tune=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     --first-seed) first=$2; shift 2 ;;
     --only) kinds=$2; shift 2 ;;
+    --max-concurrent) run_args=(--max-concurrent "$2"); shift 2 ;;
+    --sleep-ms) sleep_ms=$2; shift 2 ;;
     *) echo "pbt_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -47,17 +55,20 @@ for ((seed = first; seed < first + seeds; seed++)); do
     dir=$work/$kind-$seed
     mkdir -p "$dir"
     name=pbt-bench-$kind-$seed
-    python3 - "$src" "$dir/exp.json" "$name" "$seed" <<'EOF'
+    python3 - "$src" "$dir/exp.json" "$name" "$seed" "$sleep_ms" <<'EOF'
 import json, sys
-src, dst, name, seed = sys.argv[1:]
+src, dst, name, seed, sleep_ms = sys.argv[1:]
 e = json.load(open(src))
+cmd = e["trial"]["command"]
+if sleep_ms:
+    cmd[cmd.index("--sleep-ms") + 1] = sleep_ms
 e["name"] = name
 e["search"]["seed"] = int(seed)
 e["storage"] = {"path": "tune.db"}
 json.dump(e, open(dst, "w"), indent=1)
 EOF
     start=$(date +%s.%N)
-    if ! "$tune" run "$dir/exp.json" --db "$dir/tune.db" --quiet > "$dir/run.log" 2>&1; then
+    if ! "$tune" run "$dir/exp.json" --db "$dir/tune.db" --quiet "${run_args[@]}" > "$dir/run.log" 2>&1; then
       echo "pbt_bench.sh: tune run failed for $kind, seed $seed; its log:" >&2
       tail -20 "$dir/run.log" >&2
       exit 1

@@ -15,10 +15,12 @@ arguments Ray's defaults, reuse_actors=True as in the example: without
 it every pause and exploit starts a new actor). Random search: BasicVariantGenerator, FIFO.
 A trial's value is its last score (Ray's ResultGrid default scope, and the
 experiments' objective.scope); a run's value is its best trial's.
-ray.init(num_cpus=2): two trials at a time, the others pause (PBT) or wait.
+ray.init(num_cpus=2) by default: two trials at a time, the others pause
+(PBT) or wait; --num-cpus 8 runs the whole population at once.
 
   $(bench/pbt_ray_venv.sh) bench/pbt_ray.py [--seeds 5] [--first-seed 0]
       [--population 8] [--max-t 300] [--perturbation-interval 5] [--only pbt|random]
+      [--num-cpus 2]
   python3 bench/pbt_ray.py --check-toy build/bin/pbt_toy_trial   # no Ray needed
 
 Prints JSON: per seed the best score and wall time of each run, and the
@@ -170,6 +172,7 @@ def main():
     ap.add_argument("--perturbation-interval", type=int, default=5)
     ap.add_argument("--done-at", type=float, default=200.0)
     ap.add_argument("--only", choices=["pbt", "random"])
+    ap.add_argument("--num-cpus", type=int, default=2)
     ap.add_argument("--check-toy", metavar="BINARY")
     args = ap.parse_args()
     if args.check_toy:
@@ -177,7 +180,7 @@ def main():
 
     import ray
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    ray.init(num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     kinds = [args.only] if args.only else ["pbt", "random"]
     per_seed = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory(prefix="pbt-ray-") as storage:
@@ -188,7 +191,7 @@ def main():
                 per_seed[kind].append(r)
                 print(json.dumps({"kind": kind, **r}), file=sys.stderr, flush=True)
     out = {"ray": ray.__version__, "population": args.population, "max_t": args.max_t,
-           "perturbation_interval": args.perturbation_interval, "cpus": 2, "runs": per_seed}
+           "perturbation_interval": args.perturbation_interval, "num_cpus": args.num_cpus, "runs": per_seed}
     for kind in kinds:
         out[f"median_{kind}"] = statistics.median(r["best"] for r in per_seed[kind])
         out[f"median_wall_s_{kind}"] = statistics.median(r["wall_s"] for r in per_seed[kind])
