@@ -6,6 +6,7 @@
 #include "dashboard/dashboard_data.h"
 #include "dashboard/report_page.h"
 #include "dashboard/server.h"
+#include "storage/open_storage.h"
 #include "storage/storage.h"
 
 namespace tune {
@@ -19,9 +20,15 @@ int Fail(std::ostream& err, const std::string& message) {
 }
 
 Result<std::unique_ptr<Storage>> OpenForReading(const std::optional<std::string>& db_path) {
-  if (db_path && db_path->empty()) return Status::InvalidArgument("--db: expected a database file path, got \"\"");
+  if (db_path && db_path->empty()) {
+    return Status::InvalidArgument("--db: expected a database file path or a postgresql:// URL, got \"\"");
+  }
   const std::string path = db_path.value_or("tune.db");
-  auto storage = OpenSqliteStorageReadOnly(path);
+  auto storage = OpenStorageReadOnly(path);  // a PostgreSQL one: a read-only session
+  if (!storage.ok() && storage.status().IsNotFound() && IsDatabaseUrl(path)) {
+    return Status::NotFound(path + ": the database holds no tune results (run 'tune run EXPERIMENT.json --db " + path +
+                            "' first)");
+  }
   if (!storage.ok() && storage.status().IsNotFound()) {
     return Status::NotFound(path + ": no results database here (run 'tune run EXPERIMENT.json' first, or pass --db)");
   }

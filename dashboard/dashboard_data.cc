@@ -20,6 +20,7 @@
 #include "schedulers/asha_scheduler.h"
 #include "spec/experiment_spec.h"
 #include "spec/module_options.h"
+#include "storage/open_storage.h"
 
 namespace tune {
 namespace {
@@ -330,10 +331,7 @@ Result<Json> TrialDoc(Storage& storage, const std::string& runs_dir, const Exper
 
 }  // namespace
 
-std::string RunsDirFor(const std::string& db_path) {
-  fs::path dir = fs::path(db_path).parent_path();
-  return (dir.empty() ? fs::path("tune_runs") : dir / "tune_runs").string();
-}
+std::string RunsDirFor(const std::string& db_path) { return RunsDirForDatabase(db_path); }
 
 DashboardData::DashboardData(Storage& storage, std::string runs_dir)
     : storage_(storage), runs_dir_(std::move(runs_dir)) {}

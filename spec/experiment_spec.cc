@@ -12,6 +12,7 @@
 
 #include "core/read_file.h"
 #include "spec/experiment_spec_reader.h"
+#include "storage/postgres_storage.h"
 
 namespace tune {
 namespace {
@@ -341,12 +342,25 @@ Status ParseLimits(const Reader& r, const Json* v, LimitsSpec* out, bool* max_tr
   return l.Seconds("time_budget_s", &out->time_budget_s, "leave the key out for no limit");
 }
 
-Status ParseStorage(const Reader& r, const Json* v, std::string* out) {
+// storage.path (an SQLite file) or storage.url (a PostgreSQL database,
+// storage/postgres_storage.h), one of the two.
+Status ParseStorage(const Reader& r, const Json* v, std::string* path, std::string* url) {
   if (!v) return Status::Ok();
   TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "storage"));
-  TUNE_RETURN_IF_ERROR(s.AllowOnly({"path"}));
-  TUNE_RETURN_IF_ERROR(s.String("path", out, Need::kRequired));
-  return s.Expect(!out->empty(), "path", "a database file path");
+  TUNE_RETURN_IF_ERROR(s.AllowOnly({"path", "url"}));
+  if (s.Has("path") && s.Has("url")) {
+    return r.Fail("storage", "either path (an SQLite file) or url (a postgresql:// database)", "both");
+  }
+  if (s.Has("url")) {
+    TUNE_RETURN_IF_ERROR(s.String("url", url, Need::kRequired));
+    TUNE_RETURN_IF_ERROR(s.Expect(IsPostgresUrl(*url), "url", "a postgresql:// or postgres:// URL"));
+    // The password comes from PGPASSWORD or ~/.pgpass, never from the
+    // experiment (which the database keeps); the message does not show it.
+    if (Status st = CheckPostgresUrl(*url, r.file() + ": storage.url"); st.IsInvalidArgument()) return st;
+    return Status::Ok();
+  }
+  TUNE_RETURN_IF_ERROR(s.String("path", path, Need::kRequired));
+  return s.Expect(!path->empty(), "path", "a database file path");
 }
 
 // The grid's size: of every parameter for algorithm "grid", else of the
@@ -438,7 +452,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   if (const Json* tracking = top.Find("tracking")) {
     TUNE_RETURN_IF_ERROR(spec_internal::ParseTracking(r, *tracking, &spec.tracking));
   }
-  TUNE_RETURN_IF_ERROR(ParseStorage(r, top.Find("storage"), &spec.storage_path));
+  TUNE_RETURN_IF_ERROR(ParseStorage(r, top.Find("storage"), &spec.storage_path, &spec.storage_url));
   return spec;
 }
 

@@ -178,6 +178,7 @@ struct ExperimentSpec {
   BackendSpec backend;
   TrackingSpec tracking;
   std::string storage_path;  // empty: ./tune.db
+  std::string storage_url;   // storage.url: a postgresql:// database instead
 };
 
 // Parses and validates experiment.json text. `path` is used in messages and

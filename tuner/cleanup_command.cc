@@ -5,6 +5,7 @@
 #include <set>
 
 #include "spec/experiment_spec.h"
+#include "storage/open_storage.h"
 #include "storage/storage.h"
 #include "tuner/cli_commands.h"
 #include "tuner/run_lock.h"
@@ -25,11 +26,11 @@ int CleanupCommand(const CleanupArgs& args, std::ostream& out, std::ostream& err
   return kUsage;
 #else
   if (args.db_path && args.db_path->empty()) {
-    err << "tune: --db: expected a database file path, got \"\"\n";
+    err << "tune: --db: expected a database file path or a postgresql:// URL, got \"\"\n";
     return kUsage;
   }
   const std::string db_path = args.db_path.value_or("tune.db");
-  auto storage = OpenSqliteStorage(db_path, /*create_if_missing=*/false);
+  auto storage = OpenStorage(db_path, /*create_if_missing=*/false);
   if (!storage.ok()) {
     if (storage.status().IsNotFound()) {
       err << "tune: " << db_path << ": no results database here (pass --db)\n";

@@ -117,7 +117,9 @@ int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& er
   }
   out << "\n";
   if (auto capacity = (*runnable)->Capacity(AttemptShape(spec))) out << DescribeCapacity(spec, *capacity);
-  out << "  storage     " << (spec.storage_path.empty() ? "tune.db (or --db)" : spec.storage_path) << "\n";
+  out << "  storage     "
+      << (!spec.storage_url.empty() ? spec.storage_url : spec.storage_path.empty() ? "tune.db (or --db)" : spec.storage_path)
+      << "\n";
   out << "  trial       " << spec.trial.workers << " worker(s):";
   for (const auto& a : spec.trial.command) out << " " << a;
   out << "\n  parameters\n";

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/one_line.h"
+#include "storage/open_storage.h"
 #include "tuner/components.h"
 
 namespace tune::cli {
@@ -13,9 +14,15 @@ int Fail(std::ostream& err, const Status& st, int code) {
 }
 
 Result<std::unique_ptr<Storage>> OpenExisting(const std::optional<std::string>& db_path) {
-  if (db_path && db_path->empty()) return Status::InvalidArgument("--db: expected a database file path, got \"\"");
+  if (db_path && db_path->empty()) {
+    return Status::InvalidArgument("--db: expected a database file path or a postgresql:// URL, got \"\"");
+  }
   std::string path = db_path.value_or("tune.db");
-  auto storage = OpenSqliteStorage(path, /*create_if_missing=*/false);
+  auto storage = OpenStorage(path, /*create_if_missing=*/false);
+  if (!storage.ok() && storage.status().IsNotFound() && IsDatabaseUrl(path)) {
+    return Status::NotFound(path + ": the database holds no tune results (run 'tune run EXPERIMENT.json --db " + path +
+                            "' first)");
+  }
   if (!storage.ok() && storage.status().IsNotFound()) {
     return Status::NotFound(path + ": no results database here (run 'tune run EXPERIMENT.json' first, or pass --db)");
   }

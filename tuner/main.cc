@@ -78,7 +78,7 @@ int Main(int argc, char** argv) {
   tune::RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Run (or with --resume continue) an experiment");
   run_cmd->add_option("experiment", run.experiment_path, "experiment.json")->required();
-  run_cmd->add_option("--db", run.db_path, "SQLite results database (default: storage.path, else ./tune.db)");
+  run_cmd->add_option("--db", run.db_path, "results database: an SQLite file or a postgresql:// URL (default: storage.path or storage.url, else ./tune.db)");
   run_cmd->add_option("--backend", run.backend, "Where trials run (default: backend.type)")
       ->check(CLI::IsMember({"local", "kubernetes"}));
   run_cmd->add_flag("--resume", run.resume, "Continue the experiment of the same name in the database");
@@ -91,7 +91,7 @@ int Main(int argc, char** argv) {
 
   tune::QueryArgs query;
   auto add_query = [&](CLI::App* cmd, bool with_experiment) {
-    cmd->add_option("--db", query.db_path, "SQLite results database (default: ./tune.db)");
+    cmd->add_option("--db", query.db_path, "results database: an SQLite file or a postgresql:// URL (default: ./tune.db)");
     if (with_experiment)
       cmd->add_option("--experiment,-e", query.experiment, "Experiment name (default: the latest one)");
   };
@@ -155,25 +155,25 @@ int Main(int argc, char** argv) {
   tune::ReplayArgs replay;
   auto* replay_cmd = app.add_subcommand(
       "replay", "Write an experiment.json that replays one trial's parameter schedule on one trial (PBT)");
-  replay_cmd->add_option("--db", replay.db_path, "SQLite results database (default: ./tune.db)");
+  replay_cmd->add_option("--db", replay.db_path, "results database: an SQLite file or a postgresql:// URL (default: ./tune.db)");
   replay_cmd->add_option("--experiment,-e", replay.experiment, "Experiment name (default: the latest one)");
   replay_cmd->add_option("--trial", replay.trial, "Trial number whose schedule to replay")->required();
   replay_cmd->add_option("-o,--output", replay.out_path, "Write experiment.json here (default: stdout)");
 
   tune::DashboardArgs dashboard;
   auto* dashboard_cmd = app.add_subcommand("dashboard", "Serve the results as a live web page (read-only)");
-  dashboard_cmd->add_option("--db", dashboard.db_path, "SQLite results database (default: ./tune.db)");
+  dashboard_cmd->add_option("--db", dashboard.db_path, "results database: an SQLite file or a postgresql:// URL (default: ./tune.db)");
   dashboard_cmd->add_option("--host", dashboard.host, "Address to listen on")->default_val("127.0.0.1");
   dashboard_cmd->add_option("--port", dashboard.port, "Port (0: any free one)")->default_val(8080);
   tune::ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "Write one experiment's views as one self-contained HTML file");
-  report_cmd->add_option("--db", report.db_path, "SQLite results database (default: ./tune.db)");
+  report_cmd->add_option("--db", report.db_path, "results database: an SQLite file or a postgresql:// URL (default: ./tune.db)");
   report_cmd->add_option("--experiment,-e", report.experiment, "Experiment name (default: the latest one)");
   report_cmd->add_option("--out,-o", report.out_path, "The HTML file to write")->required();
   tune::CleanupArgs cleanup;
   auto* cleanup_cmd =
       app.add_subcommand("cleanup", "Delete the Kubernetes Jobs, Services and pods labelled with an experiment");
-  cleanup_cmd->add_option("--db", cleanup.db_path, "SQLite results database (default: ./tune.db)");
+  cleanup_cmd->add_option("--db", cleanup.db_path, "results database: an SQLite file or a postgresql:// URL (default: ./tune.db)");
   cleanup_cmd->add_option("--experiment,-e", cleanup.experiment,
                           "Experiment name (default: every experiment of the database that runs on Kubernetes)");
   cleanup_cmd->add_option("--namespace,-n", cleanup.namespace_, "Namespace (default: the experiment's backend.namespace)");

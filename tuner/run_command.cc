@@ -13,6 +13,8 @@
 #include "core/utf8.h"
 #include "search/sampler.h"
 #include "spec/experiment_spec.h"
+#include "storage/open_storage.h"
+#include "storage/postgres_storage.h"
 #include "storage/storage.h"
 #include "tracking/mlflow_sink.h"
 #include "tracking/sink_fanout.h"
@@ -49,6 +51,7 @@ using Stop = std::optional<int>;
 
 std::string DbPathFor(const RunArgs& args, const ExperimentSpec& spec) {
   if (args.db_path) return *args.db_path;
+  if (!spec.storage_url.empty()) return spec.storage_url;
   if (!spec.storage_path.empty()) return spec.storage_path;
   return "tune.db";
 }
@@ -75,7 +78,10 @@ Stop CheckBeforeDatabase(const RunArgs& args, Run& run, std::ostream& err) {
   if (!runnable.ok()) return Fail(err, runnable.status());
   run.backend = std::move(runnable).value();
   if (args.db_path && args.db_path->empty()) {
-    return Fail(err, Status::InvalidArgument("--db: expected a database file path, got \"\""));
+    return Fail(err, Status::InvalidArgument("--db: expected a database file path or a postgresql:// URL, got \"\""));
+  }
+  if (args.db_path && IsDatabaseUrl(*args.db_path)) {
+    if (Status st = CheckPostgresUrl(*args.db_path); !st.ok()) return Fail(err, st);
   }
   if (args.max_concurrent && *args.max_concurrent < 1) {
     return Fail(err, Status::InvalidArgument("--max-concurrent: expected a number of trials of at least 1, got " +
@@ -96,8 +102,7 @@ Stop CheckBeforeDatabase(const RunArgs& args, Run& run, std::ostream& err) {
   // Ctrl-C ends the backend's calls in flight and leaves what runs for --resume.
   run.backend->SetStopFlag(args.stop);
   run.db_path = DbPathFor(args, run.spec);
-  const fs::path db_dir = fs::path(run.db_path).parent_path();
-  run.runs_dir = (db_dir.empty() ? fs::path("tune_runs") : db_dir / "tune_runs").string();
+  run.runs_dir = RunsDirForDatabase(run.db_path);
   // What an attempt needs is refused before anything is created, not trial
   // by trial: e.g. a trial directory (beside the database) whose path is not
   // UTF-8, which no Kubernetes manifest can carry.
@@ -247,7 +252,7 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (Stop stop = CheckBeforeDatabase(args, run, err)) return *stop;
   RunLock lock;
   if (Status st = lock.Acquire(run.db_path, run.spec.name); !st.ok()) return Fail(err, st);
-  auto storage_or = OpenSqliteStorage(run.db_path);
+  auto storage_or = OpenStorage(run.db_path);
   if (!storage_or.ok()) return Fail(err, storage_or.status());
   std::unique_ptr<Storage> storage = std::move(storage_or).value();
   if (Stop stop = ResolveExperiment(args, run, *storage, out, err)) return *stop;

@@ -11,6 +11,10 @@
 namespace tune {
 
 Status RunLock::Acquire(const std::string& db_path, const std::string& experiment) {
+  if (IsPostgresUrl(db_path)) {
+    TUNE_ASSIGN_OR_RETURN(lease_, LockPostgresExperiment(db_path, experiment));
+    return Status::Ok();
+  }
   path_ = db_path + "." + experiment + ".lock";
   for (;;) {
     int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);

@@ -2,12 +2,16 @@
 // a time. An advisory lock (flock) on <db>.<experiment>.lock, released by
 // the kernel if the holder dies. Only the holder removes the file, and a
 // holder checks after locking that the path still names the file it locked
-// (another holder may have just removed it).
+// (another holder may have just removed it). For a postgresql:// database,
+// a PostgreSQL advisory lock instead (LockPostgresExperiment), released by
+// the server when the holder's session ends.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/status.h"
+#include "storage/postgres_storage.h"
 
 namespace tune {
 
@@ -26,6 +30,7 @@ class RunLock {
  private:
   std::string path_;
   int fd_ = -1;  // >= 0 only while we hold the lock
+  std::unique_ptr<ExperimentLease> lease_;  // a PostgreSQL database's lock
 };
 
 }  // namespace tune
