@@ -4,7 +4,7 @@
 # Usage: scripts/install-deps.sh [--no-torch] [--kubectl] [--test] [--bench]
 #   (none)   what the build and the demo need (scripts/demo.sh)
 #   --test   also what only the test suite needs: headless Chromium for the
-#            dashboard's browser tests, clang with its sanitizer and
+#            dashboard's browser tests, the PostgreSQL server, clang with its sanitizer and
 #            libFuzzer runtimes, kubectl and Python's venv/yaml/websocket
 #            for the Kubernetes and tracking tests (scripts/test.sh)
 #   --kubectl  kubectl too (the Kubernetes backend's client; --test implies
@@ -35,11 +35,15 @@ pkgs=(
   libsqlitecpp-dev libsqlite3-dev sqlite3 libcli11-dev catch2 bc time
   libpcre2-dev libutf8proc-dev libyaml-cpp-dev
   libcpp-httplib-dev libjs-chart.js zlib1g-dev
+  libpq-dev
 )
 if [ "$want_test" = 1 ]; then
   # The dashboard's browser tests (headless Chromium over DevTools): about
   # 120 MB to fetch, 410 MB installed. clang: the fuzzers and sanitizers.
   pkgs+=(chromium python3-websocket clang libclang-rt-dev python3-venv python3-yaml)
+  # PostgreSQL's server binaries: the PostgreSQL storage tests start a
+  # throwaway server (tests/storage/postgres_server.h).
+  pkgs+=(postgresql)
 fi
 if [ "$want_torch" = 1 ]; then
   # libtorch (CPU) with Gloo; the OpenMP OpenBLAS (the pthread build fights
