@@ -336,7 +336,10 @@ const BadCase kCases[] = {
      "(did you mean \"namespace\"?)"},
     // storage
     {R"({"storage": {"path": ""}})", "storage.path", "a database file path", "\"\""},
-    {R"({"storage": {"file": "tune.db"}})", "storage.file", "only the key \"path\"", "unknown key"},
+    {R"({"storage": {"file": "tune.db"}})", "storage.file", "one of the keys \"path\" or \"url\"", "unknown key"},
+    {R"({"storage": {"path": "a.db", "url": "postgresql://u@h/db"}})", "storage",
+     "either path (an SQLite file) or url (a postgresql:// database)", "both"},
+    {R"({"storage": {"url": "mysql://u@h/db"}})", "storage.url", "a postgresql:// or postgres:// URL", "\"mysql://u@h/db\""},
     {R"({"storage": "tune.db"})", "storage", "an object", "\"tune.db\""},
     // tracking.mlflow
     {R"({"tracking": {"mlflow": {"tracking_uri": "127.0.0.1:5000"}}})", "tracking.mlflow.tracking_uri",
