@@ -157,7 +157,7 @@ TEST_CASE("tune run, trials, best, status, importance and report on PostgreSQL e
   CHECK(Server().Psql("tune_e2e_empty", "SELECT to_regclass('experiments') IS NULL") == "t\n");
 }
 
-TEST_CASE("storage.url names the database; a password in a URL is refused before anything runs",
+TEST_CASE("storage.url names the database, and a password in a URL is refused before anything runs",
           "[e2e][postgres]") {
   const std::string url = NewDatabase("tune_e2e_url");
   if (url.empty()) return;
@@ -191,7 +191,7 @@ TEST_CASE("storage.url names the database; a password in a URL is refused before
   CHECK(flag.out.find("hunter2") == std::string::npos);
 }
 
-TEST_CASE("one tune run per experiment on PostgreSQL; a SIGKILLed tuner's lock is released for --resume",
+TEST_CASE("one tune run per experiment on PostgreSQL, and a SIGKILLed tuner lock is released for --resume",
           "[e2e][postgres]") {
   const std::string url = NewDatabase("tune_e2e_lock");
   if (url.empty()) return;
