@@ -86,6 +86,9 @@ std::optional<Exploit> PbtScheduler::ExploitFor(TrialId id, const pbt::QuantileS
   const TrialState& d = trials_.at(donor);
   Exploit e;
   e.donor = donor;
+  // Ray's _exploit restores the donor's last_checkpoint, saved at its last
+  // check (_checkpoint_or_exploit, when it was in the upper quantile).
+  e.donor_step = d.last_train_time;
   std::vector<std::string> ops;
   e.params = pbt::Explore(d.params, options_.hyperparam_mutations, options_.resample_probability,
                           options_.perturbation_factors, draws, &ops);

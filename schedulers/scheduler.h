@@ -34,6 +34,11 @@ enum class Action { kContinue, kPause, kStop };
 struct Exploit {
   TrialId donor = 0;
   ParamMap params;
+  // The donor's step whose state the scheduler ranked (PBT: its last
+  // check): the tuner copies the donor's newest checkpoint at or before it,
+  // as Ray copies the checkpoint saved at that check. nullopt: at or before
+  // the donor's last report the tuner has seen.
+  std::optional<int64_t> donor_step;
 };
 
 struct Decision {

@@ -43,21 +43,24 @@ std::vector<CheckpointFolder> ListCheckpoints(const std::string& dir) {
 
 }  // namespace
 
-std::optional<CheckpointFolder> NewestCheckpoint(const std::string& trial_dir) {
+std::optional<CheckpointFolder> NewestCheckpoint(const std::string& trial_dir, std::optional<int64_t> at_most) {
   std::optional<CheckpointFolder> best;
   for (CheckpointFolder& c : ListCheckpoints(trial_dir)) {
+    if (at_most && c.step > *at_most) continue;
     if (!best || c.step > best->step) best = std::move(c);
   }
   return best;
 }
 
-Result<CheckpointFolder> CopyNewestCheckpoint(const std::string& donor_dir, const std::string& recipient_dir) {
+Result<CheckpointFolder> CopyNewestCheckpoint(const std::string& donor_dir, const std::string& recipient_dir,
+                                              std::optional<int64_t> at_most) {
   std::string last_error;
   for (int tries = 0; tries < 3; ++tries) {
-    auto source = NewestCheckpoint(donor_dir);
+    auto source = NewestCheckpoint(donor_dir, at_most);
     if (!source) {
       if (!last_error.empty()) break;
-      return Status::NotFound(donor_dir + " has no checkpoint-<step> folder");
+      return Status::NotFound(donor_dir + " has no checkpoint-<step> folder" +
+                              (at_most ? " at step " + std::to_string(*at_most) + " or before" : std::string()));
     }
     const fs::path name = fs::path(source->path).filename();
     const fs::path temp = fs::path(recipient_dir) / (".tune-copy-" + name.string() + "-" + std::to_string(::getpid()));

@@ -18,13 +18,15 @@ struct CheckpointFolder {
 };
 
 // The folder `checkpoint-<step>` (step: decimal digits, at most 18) of
-// `trial_dir` with the highest step; nullopt if there is none or the
-// directory cannot be read. Files of such names and other folders are
-// ignored.
-std::optional<CheckpointFolder> NewestCheckpoint(const std::string& trial_dir);
+// `trial_dir` with the highest step, or with the highest step at most
+// `at_most`; nullopt if there is none or the directory cannot be read.
+// Files of such names and other folders are ignored.
+std::optional<CheckpointFolder> NewestCheckpoint(const std::string& trial_dir,
+                                                 std::optional<int64_t> at_most = std::nullopt);
 
 // Population Based Training's exploit: puts a copy of the donor's newest
-// checkpoint into `recipient_dir` as its only checkpoint folder. The copy is
+// checkpoint (at step `at_most` or before, when given) into
+// `recipient_dir` as its only checkpoint folder. The copy is
 // written under a temporary name and renamed, the recipient's own
 // checkpoint-* folders are removed only after the copy is complete, and the
 // donor's folders are never moved or changed (Ray moved them: ray#8441). A
@@ -33,6 +35,7 @@ std::optional<CheckpointFolder> NewestCheckpoint(const std::string& trial_dir);
 // newest one, up to three times. NotFound: the donor has no checkpoint;
 // kInternal: the copy failed (the message names the folder and the cause;
 // the recipient's folders are then as they were).
-Result<CheckpointFolder> CopyNewestCheckpoint(const std::string& donor_dir, const std::string& recipient_dir);
+Result<CheckpointFolder> CopyNewestCheckpoint(const std::string& donor_dir, const std::string& recipient_dir,
+                                              std::optional<int64_t> at_most = std::nullopt);
 
 }  // namespace tune

@@ -150,6 +150,9 @@ struct Tuner::Impl {
     int64_t step = 0;
   };
   std::map<TrialId, Pausing> pausing;
+  // Paused trials that took a donor's checkpoint: the copy's step, which
+  // they continue from.
+  std::map<TrialId, int64_t> exploit_copy;
   // A replaced rank 0 (restart marker) whose first report has not come yet:
   // the marker's reason.
   std::map<TrialId, std::string> restarted;
@@ -363,7 +366,16 @@ Status Tuner::Impl::ReplayHistory() {
     if ((s.state == TrialState::kPending || s.state == TrialState::kPaused) && ever_started.count(s.id)) {
       t.attempt = s.attempt + 1;
     }
-    if (t.state == TrialState::kPaused) paused.insert(t.id);
+    if (t.state == TrialState::kPaused) {
+      paused.insert(t.id);
+      // It took a donor's checkpoint after its last report: it continues
+      // from that copy.
+      int64_t last_seq = 0;
+      if (auto it = last_report.find(t.id); it != last_report.end()) last_seq = reports[it->second].seq;
+      for (const StoredExploit& x : exploits) {
+        if (x.trial_id == t.id && x.after_seq >= last_seq) exploit_copy[t.id] = x.donor_step;
+      }
+    }
     if (t.state == TrialState::kPending) retry_queue.push_back(t.id);
     if (t.state == TrialState::kFailed) ++failed_count;
     if (t.state == TrialState::kCompleted) NoteValue(t);
@@ -411,12 +423,35 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   Trial& t = Get(id);
   TUNE_ASSIGN_OR_RETURN(std::string trial_dir, TrialDir(t));
 
-  // A trial that ran before continues from its newest checkpoint: a paused
-  // one always, a retried or interrupted one unless
-  // trial.resume_from_checkpoint is false.
+  // A trial that ran before continues from a checkpoint: a paused one
+  // always, a retried or interrupted one unless trial.resume_from_checkpoint
+  // is false. After an exploit, from the donor's copy; otherwise from its
+  // newest checkpoint at or before the last step the tuner recorded for the
+  // previous attempt: a trial writes a checkpoint before or after printing
+  // its step, and a newer one may belong to a report that never arrived
+  // (the tuner or the trial killed in between), which would leave a step
+  // missing from the curve.
   std::optional<CheckpointFolder> resume;
+  std::vector<StoredReport> previous;  // the previous attempt's counted reports
   const bool was_paused = t.state == TrialState::kPaused;
-  if (ever_started.count(id) && (was_paused || spec.trial.resume_from_checkpoint)) resume = NewestCheckpoint(trial_dir);
+  if (ever_started.count(id) && (was_paused || spec.trial.resume_from_checkpoint)) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> stored, parts.storage->ListTrialReports(id));
+    int last_attempt = -1;
+    for (const StoredReport& r : stored)
+      if (r.attempt < t.attempt) last_attempt = std::max(last_attempt, r.attempt);
+    std::optional<int64_t> recorded;
+    for (StoredReport& r : stored) {
+      if (r.attempt != last_attempt || !r.excluded.empty()) continue;
+      recorded = std::max(recorded.value_or(r.report.step), r.report.step);
+      previous.push_back(std::move(r));
+    }
+    if (auto copy = exploit_copy.find(id); copy != exploit_copy.end()) {
+      resume = NewestCheckpoint(trial_dir, copy->second);
+      if (resume && resume->step != copy->second) resume.reset();
+    } else if (recorded) {
+      resume = NewestCheckpoint(trial_dir, *recorded);
+    }
+  }
   if (!ever_started.count(id)) {
     // A first attempt starts from scratch: checkpoints in its directory were
     // left by an earlier experiment of the same name (its database gone),
@@ -459,11 +494,11 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   }
   // The curve the new attempt starts with: the reports that led to its
   // checkpoint (copied by ContinueTrial), or none.
+  exploit_copy.erase(id);
   t.intermediate.clear();
   if (resume) {
-    TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> carried, parts.storage->ListTrialReports(id));
-    for (const StoredReport& r : carried) {
-      if (r.attempt != t.attempt || !r.excluded.empty()) continue;
+    for (const StoredReport& r : previous) {
+      if (r.report.step > resume->step) continue;
       if (auto obj = Objective(r.report)) t.intermediate[r.report.step] = *obj;
     }
   }
@@ -691,7 +726,14 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
 Status Tuner::Impl::BeginPause(TrialId id, std::optional<Exploit> exploit, int64_t step) {
   Trial& t = Get(id);
   std::optional<CheckpointFolder> donor_newest;
-  if (exploit && index_of.count(exploit->donor)) donor_newest = NewestCheckpoint(TrialDirPath(Get(exploit->donor)));
+  // The donor's state that its score ranked: its newest checkpoint at or
+  // before the step the scheduler judged (Exploit::donor_step), else its
+  // last report the tuner has seen; a newer one, written while the tuner
+  // read the report, was never judged.
+  if (exploit && index_of.count(exploit->donor)) {
+    const Trial& donor = Get(exploit->donor);
+    donor_newest = NewestCheckpoint(TrialDirPath(donor), exploit->donor_step.value_or(LastStep(donor)));
+  }
   // A checkpoint at max_t has nothing left to train: continuing from it
   // would end the trial at once and lose its own last value.
   const bool at_end = donor_newest && spec.scheduler.type == "pbt" && donor_newest->step >= spec.scheduler.max_t;
@@ -732,7 +774,8 @@ Status Tuner::Impl::CompletePause(TrialId id) {
 Status Tuner::Impl::CarryOutExploit(TrialId id, const Exploit& exploit, int64_t step) {
   Trial& t = Get(id);
   const Trial& donor = Get(exploit.donor);
-  auto copied = CopyNewestCheckpoint(TrialDirPath(donor), TrialDirPath(t));
+  auto copied = CopyNewestCheckpoint(TrialDirPath(donor), TrialDirPath(t),
+                                     exploit.donor_step.value_or(LastStep(donor)));
   if (!copied.ok()) {
     // Gone meanwhile: it continues from its own checkpoint, unchanged.
     if (parts.progress) {
@@ -742,6 +785,7 @@ Status Tuner::Impl::CarryOutExploit(TrialId id, const Exploit& exploit, int64_t 
     return Status::Ok();
   }
   TUNE_RETURN_IF_ERROR(parts.storage->RecordExploit(id, step, donor.id, copied->step, exploit.params));
+  exploit_copy[id] = copied->step;
   std::string changes;
   for (const auto& [name, v] : exploit.params) {
     auto old = t.params.find(name);

@@ -89,7 +89,7 @@ TEST_CASE("A bottom trial at its interval exploits a donor from the top", "[pbt]
   CHECK(pbt.OnTrialResult(recipient, 19, 0.0).action == Action::kContinue);
 }
 
-TEST_CASE("No check before burn_in_period; max_t stops as completed", "[pbt]") {
+TEST_CASE("No check before burn_in_period, and max_t stops as completed", "[pbt]") {
   PbtOptions o = Options();
   o.burn_in_period = 30;
   PbtScheduler pbt(o);
@@ -187,7 +187,7 @@ TEST_CASE("Replay: two schedulers fed the same events decide the same", "[pbt]")
   CHECK(Run(c, 6, true) != da);
 }
 
-TEST_CASE("Synch: the population waits at the barrier; the last to arrive decides", "[pbt]") {
+TEST_CASE("Synch: the population waits at the barrier and the last to arrive decides", "[pbt]") {
   PbtOptions o = Options(true);
   o.population = 4;
   PbtScheduler pbt(o);

@@ -155,7 +155,7 @@ TEST_CASE("module options: pbt keys, the population, the direction and the seed 
   REQUIRE(d.hyperparam_mutations.count("x") == 1);
   CHECK(std::get<FloatDistribution>(d.hyperparam_mutations.at("x")).high == 1);
   // A list of names takes their search distributions.
-  const std::string listed = R"({"name": "m", "parameters": {"a": {"type": "randint", "low": 1, "high": 9},
+  const std::string listed = R"({"name": "m", "objective": {"metric": "loss", "mode": "min"}, "parameters": {"a": {"type": "randint", "low": 1, "high": 9},
       "b": {"type": "choice", "values": ["x", "y"]}}, "trial": {"command": ["p"]},
       "scheduler": {"type": "pbt", "max_t": 10, "hyperparam_mutations": ["b"]}})";
   const PbtOptions l = PbtOptionsFrom(MustParse(listed), 1);

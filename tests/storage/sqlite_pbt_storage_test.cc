@@ -148,7 +148,7 @@ TEST_CASE("an exploit changes the trial's parameters and is listed in order with
   CHECK(sc[0].params == rc.trial.params);
 }
 
-TEST_CASE("failed attempts are counted and outlive the retry; plain retries are not", "[storage][pbt]") {
+TEST_CASE("failed attempts are counted and outlive the retry, plain retries are not", "[storage][pbt]") {
   Db d;
   TrialId t = d.db->CreateTrial(d.e, {})->id;
   REQUIRE(d.db->StartTrial(t, 0, "local").ok());

@@ -81,7 +81,10 @@ class ScriptedPbt : public Scheduler {
     Decision d;
     d.action = Action::kPause;
     // A donor not created yet gets an id no trial has.
-    if (donor_ >= 0) d.exploit = Exploit{ids.count(donor_) ? ids.at(donor_) : 424242, ParamMap{{"lr", ParamValue(new_lr_)}}};
+    // It judged the donor at step 6.
+    if (donor_ >= 0) {
+      d.exploit = Exploit{ids.count(donor_) ? ids.at(donor_) : 424242, ParamMap{{"lr", ParamValue(new_lr_)}}, 6};
+    }
     return d;
   }
   void OnTrialExploited(const Trial& recipient, const Trial& donor, int64_t donor_step) override {
@@ -154,7 +157,8 @@ TEST_CASE("an exploit pauses the recipient, copies the donor's newest checkpoint
   Fixture f;
   FakeBackend backend(Checkpointing);
   // Trial 1 launches second and writes checkpoint-1..10 at once; trial 0
-  // is paused at its step 4 and takes trial 1's newest.
+  // is paused at its step 4 and takes trial 1's newest at or before the
+  // step the scheduler judged (6), not its newest (10).
   ScriptedPbt pbt(0, 4, 1, 0.05);
   auto summary = f.Run(MakeSpec(2, 2), backend, pbt);
   REQUIRE(summary.ok());
@@ -169,14 +173,14 @@ TEST_CASE("an exploit pauses the recipient, copies the donor's newest checkpoint
   CHECK(x.trial_number == 0);
   CHECK(x.donor_number == 1);
   CHECK(x.step == 4);
-  CHECK(x.donor_step == 10);
+  CHECK(x.donor_step == 6);
   CHECK(x.before == pbt.first_params.at(0));
   CHECK(std::get<double>(x.after.at("lr")) == 0.05);
 
   REQUIRE(pbt.exploited.size() == 1);
   CHECK(pbt.exploited[0].recipient == 0);
   CHECK(pbt.exploited[0].donor == 1);
-  CHECK(pbt.exploited[0].donor_step == 10);
+  CHECK(pbt.exploited[0].donor_step == 6);
   CHECK(pbt.exploited[0].lr == 0.05);
 
   // The second attempt continues from the copy with the new lr.
@@ -184,30 +188,32 @@ TEST_CASE("an exploit pauses the recipient, copies the donor's newest checkpoint
   REQUIRE(launches.size() == 2);
   CHECK(launches[0]->env.count("TUNE_RESUME_FROM") == 0);
   CHECK(launches[0]->argv.back().empty());  // ${resume_from} with no checkpoint
-  CHECK(launches[1]->env.at("TUNE_RESUME_FROM") == (f.TrialDir(0) / "checkpoint-10").string());
-  CHECK(launches[1]->argv.back() == (f.TrialDir(0) / "checkpoint-10").string());
+  CHECK(launches[1]->env.at("TUNE_RESUME_FROM") == (f.TrialDir(0) / "checkpoint-6").string());
+  CHECK(launches[1]->argv.back() == (f.TrialDir(0) / "checkpoint-6").string());
   CHECK(launches[1]->env.at("TUNE_PARAM_LR") == "0.05");
   CHECK(launches[1]->attempt == launches[0]->attempt + 1);
-  // Its own checkpoints were replaced by the copy; the donor's are all
-  // still there.
-  CHECK(Checkpoints(f.TrialDir(0)) == std::set<std::string>{"checkpoint-10"});
+  // Its own checkpoints were replaced by the copy (then the second attempt
+  // wrote 7..10); the donor's are all still there.
+  CHECK(Checkpoints(f.TrialDir(0)) ==
+        std::set<std::string>{"checkpoint-6", "checkpoint-7", "checkpoint-8", "checkpoint-9", "checkpoint-10"});
   CHECK(Checkpoints(f.TrialDir(1)).size() == 10);
 
   auto trials = f.storage->ListTrials(exp->id);
   REQUIRE(trials.ok());
   const Trial& t0 = trials->at(0);
   CHECK(std::get<double>(t0.params.at("lr")) == 0.05);
-  // Its curve: its own reports up to the copied step (1..4), then nothing
-  // new (the copy is at step 10, the end).
+  // Its curve: its own reports up to the copied step (1..4), then the
+  // continued attempt's from step 7 on, with the new lr.
   std::vector<int64_t> steps;
   for (const auto& [s, v] : t0.intermediate) steps.push_back(s);
-  CHECK(steps == std::vector<int64_t>{1, 2, 3, 4});
+  CHECK(steps == std::vector<int64_t>{1, 2, 3, 4, 7, 8, 9, 10});
+  CHECK(t0.intermediate.at(10) == 0.05);
 
   auto schedule = TrialScheduleOf(t0, *exploits);
   REQUIRE(schedule.size() == 2);
   CHECK(schedule[0].params == pbt.first_params.at(0));
   CHECK(!schedule[0].donor);
-  CHECK(schedule[1].step == 10);
+  CHECK(schedule[1].step == 6);
   CHECK(schedule[1].donor == 1);
 
   SECTION("--resume replays the exploit after the report recorded before it, with the first parameters") {
@@ -220,7 +226,7 @@ TEST_CASE("an exploit pauses the recipient, copies the donor's newest checkpoint
     CHECK(replayed.first_params.at(0) == pbt.first_params.at(0));
     REQUIRE(replayed.exploited.size() == 1);
     CHECK(replayed.exploited[0].donor == 1);
-    CHECK(replayed.exploited[0].donor_step == 10);
+    CHECK(replayed.exploited[0].donor_step == 6);
     CHECK(replayed.exploited[0].lr == 0.05);
   }
 }
@@ -260,19 +266,23 @@ TEST_CASE("a paused trial holds no slot and continues from its own checkpoint on
   REQUIRE(!pbt.waiting.empty());
   CHECK(pbt.waiting.front() == 1);
   // Order of launches: trial 0, trial 1 (whole, while 0 is paused), trial 0
-  // again from its checkpoint-3 (Checkpointing wrote 1..10 at launch: the
-  // newest is 10, so it has nothing left to do).
+  // again from checkpoint-3: Checkpointing wrote 1..10 at launch, but the
+  // tuner recorded its reports only up to step 3, so it continues from the
+  // newest checkpoint at or before that, and no step is missing.
   REQUIRE(backend.launches.size() == 3);
   CHECK(backend.launches[0].trial_number == 0);
   CHECK(backend.launches[1].trial_number == 1);
   CHECK(backend.launches[2].trial_number == 0);
-  CHECK(backend.launches[2].env.at("TUNE_RESUME_FROM") == (f.TrialDir(0) / "checkpoint-10").string());
+  CHECK(backend.launches[2].env.at("TUNE_RESUME_FROM") == (f.TrialDir(0) / "checkpoint-3").string());
   auto exp = f.storage->FindExperiment("ckpt");
   REQUIRE(exp.ok());
   auto records = f.storage->ListTrialRecords(exp->id);
   REQUIRE(records.ok());
   CHECK(records->at(0).trial.attempt == 1);
   CHECK(records->at(0).trial.state == TrialState::kCompleted);
+  std::vector<int64_t> steps;
+  for (const auto& [step, v] : records->at(0).trial.intermediate) steps.push_back(step);
+  CHECK(steps == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
 }
 
 }  // namespace
