@@ -14,6 +14,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -93,6 +95,30 @@ json Comparable(json rows) {
   return rows;
 }
 
+// `tune dashboard --db DB --port 0` in the background: its pid and port.
+std::pair<pid_t, int> StartDashboard(const fs::path& dir, const std::string& db) {
+  const fs::path log = dir / ("dashboard." + std::to_string(std::hash<std::string>()(db)) + ".log");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(dir.c_str()) != 0) ::_exit(127);
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl((kBin + "/tune").c_str(), "tune", "dashboard", "--db", db.c_str(), "--port", "0", nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream f(log);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("http://127.0.0.1:");
+    if (at != std::string::npos && text.find("/ (Ctrl-C", at) != std::string::npos) {
+      return {pid, std::stoi(text.substr(at + 17))};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return {pid, 0};
+}
+
 TEST_CASE("tune run, trials, best, status, importance and report on PostgreSQL equal SQLite's",
           "[e2e][postgres]") {
   const std::string url = NewDatabase("tune_e2e_same");
@@ -148,6 +174,32 @@ TEST_CASE("tune run, trials, best, status, importance and report on PostgreSQL e
   INFO(report.out);
   CHECK(report.code == 0);
   CHECK(fs::file_size(dir.path / "r.html") > 1000);
+
+  // The dashboard (a read-only session) serves the same experiment.
+  json pages[2];
+  int n = 0;
+  for (const std::string& db : {file, url}) {
+    auto [pid, port] = StartDashboard(dir.path, db);
+    CHECK(port > 0);
+    Output api = Sh("curl -s http://127.0.0.1:" + std::to_string(port) + "/api/experiment?name=pg-e2e");
+    Output list = Sh("curl -s http://127.0.0.1:" + std::to_string(port) + "/api/experiments");
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+    INFO(api.out << "\n" << list.out);
+    REQUIRE(api.code == 0);
+    pages[n++] = json::parse(api.out);
+    CHECK(list.out.find("pg-e2e") != std::string::npos);
+  }
+  std::vector<std::string> keys[2];
+  for (int i = 0; i < 2; ++i) {
+    for (auto& [k, v] : pages[i].items()) keys[i].push_back(k);
+  }
+  CHECK(keys[0] == keys[1]);
+  REQUIRE(pages[1].contains("trial_rows"));
+  CHECK(pages[1]["trial_rows"].size() == 6);
+  CHECK(pages[0]["trial_rows"].size() == pages[1]["trial_rows"].size());
+  CHECK(pages[0]["best"] == pages[1]["best"]);
+  CHECK(pages[0]["curves"] == pages[1]["curves"]);
 
   // A query on a database that holds no tune results creates nothing.
   const std::string empty = NewDatabase("tune_e2e_empty");
