@@ -169,6 +169,8 @@ class SqliteStorage final : public Storage {
   Status Start(TrialId t, int attempt, const std::string& location);
   // Replaces trial_params and params_json of trial `t` by `params`.
   void WriteParams(TrialId t, const ParamMap& params);
+  // One trial_params row per parameter of trial `t`.
+  void InsertParams(TrialId t, const ParamMap& params);
   // One report; `excluded` empty for a counted one, else why it does not count.
   Status InsertReport(TrialId t, int attempt, const MetricReport& report, std::optional<double> objective,
                       const std::string& excluded);
@@ -450,26 +452,7 @@ Result<Trial> SqliteStorage::CreateTrial(ExperimentId e, const ParamMap& params)
       s->exec();
       trial.id = db_->getLastInsertRowid();
     }
-    StmtScope s(Stmt(
-        "INSERT INTO trial_params (trial_id, name, type, value_text, value_num) "
-        "VALUES (?, ?, ?, ?, ?)"));
-    for (const auto& [name, value] : params) {
-      s->reset();
-      s->bind(1, static_cast<int64_t>(trial.id));
-      s->bind(2, name);
-      s->bind(3, ParamTypeName(value));
-      s->bind(4, ParamToString(value));
-      if (auto* i = std::get_if<int64_t>(&value)) {
-        s->bind(5, *i);
-      } else if (auto* d = std::get_if<double>(&value)) {
-        s->bind(5, *d);
-      } else if (auto* b = std::get_if<bool>(&value)) {
-        s->bind(5, static_cast<int64_t>(*b ? 1 : 0));
-      } else {
-        s->bind(5);
-      }
-      s->exec();
-    }
+    InsertParams(trial.id, params);
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -589,6 +572,10 @@ void SqliteStorage::WriteParams(TrialId t, const ParamMap& params) {
     s->bind(1, static_cast<int64_t>(t));
     s->exec();
   }
+  InsertParams(t, params);
+}
+
+void SqliteStorage::InsertParams(TrialId t, const ParamMap& params) {
   StmtScope s(Stmt(
       "INSERT INTO trial_params (trial_id, name, type, value_text, value_num) "
       "VALUES (?, ?, ?, ?, ?)"));
@@ -1115,7 +1102,7 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorageReadOnly(const std::string& pa
 }
 
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
-                                                   bool create_if_missing) {
+                                                   bool create_if_missing, bool wal) {
   std::error_code ec;
   if (!create_if_missing && !std::filesystem::exists(path, ec)) {
     return Status::NotFound(path + ": no such database file");
@@ -1141,7 +1128,7 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
     // The schema check first: a file that is not ours is left as it was.
     TUNE_RETURN_IF_ERROR(internal::EnsureSchema(*db, path));
     // Persistent in the file (the other pragmas are per connection).
-    db->exec("PRAGMA journal_mode = WAL");
+    db->exec(wal ? "PRAGMA journal_mode = WAL" : "PRAGMA journal_mode = DELETE");
     return std::unique_ptr<Storage>(new SqliteStorage(std::move(db), path));
   } catch (const SQLite::Exception& e) {
     if (e.getErrorCode() == SQLITE_NOTADB) {

@@ -4,6 +4,16 @@
 
 namespace tune {
 
+ScheduleEntry ScheduleEntryOf(const StoredExploit& exploit) {
+  ScheduleEntry entry;
+  entry.step = exploit.donor_step;
+  entry.params = exploit.after;
+  entry.donor = exploit.donor_number;
+  entry.donor_step = exploit.donor_step;
+  entry.at_step = exploit.step;
+  return entry;
+}
+
 std::vector<ScheduleEntry> TrialScheduleOf(const Trial& trial, const std::vector<StoredExploit>& exploits) {
   std::vector<const StoredExploit*> mine;
   for (const StoredExploit& e : exploits)
@@ -14,15 +24,7 @@ std::vector<ScheduleEntry> TrialScheduleOf(const Trial& trial, const std::vector
   ScheduleEntry first;
   first.params = mine.empty() ? trial.params : mine.front()->before;
   out.push_back(std::move(first));
-  for (const StoredExploit* e : mine) {
-    ScheduleEntry entry;
-    entry.step = e->donor_step;
-    entry.params = e->after;
-    entry.donor = e->donor_number;
-    entry.donor_step = e->donor_step;
-    entry.at_step = e->step;
-    out.push_back(std::move(entry));
-  }
+  for (const StoredExploit* e : mine) out.push_back(ScheduleEntryOf(*e));
   return out;
 }
 

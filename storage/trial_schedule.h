@@ -26,6 +26,9 @@ struct ScheduleEntry {
   std::optional<int64_t> at_step;  // the recipient's own last step when it was exploited
 };
 
+// The entry an exploit starts: `after` from the donor's step on.
+ScheduleEntry ScheduleEntryOf(const StoredExploit& exploit);
+
 // The schedule of `trial` (params: its current parameters) from the
 // experiment's exploits (any order; those of other trials are skipped).
 std::vector<ScheduleEntry> TrialScheduleOf(const Trial& trial, const std::vector<StoredExploit>& exploits);

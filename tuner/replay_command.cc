@@ -47,13 +47,7 @@ std::vector<ScheduleEntry> Lineage(TrialId t, int64_t before_id, std::optional<i
     // Exploits only go back in time (donor's exploits recorded earlier), so
     // this ends.
     out = Lineage(last->donor_id, last->id, last->donor_step, trials, by_trial);
-    ScheduleEntry e;
-    e.step = last->donor_step;
-    e.params = last->after;
-    e.donor = last->donor_number;
-    e.donor_step = last->donor_step;
-    e.at_step = last->step;
-    out.push_back(std::move(e));
+    out.push_back(ScheduleEntryOf(*last));
   }
   if (upto) {
     std::vector<ScheduleEntry> kept;
