@@ -208,8 +208,10 @@ class Storage {
 // file is first read through (PRAGMA quick_check): a corrupt one is
 // FailedPrecondition and left as it was. A write that fails for a full disk
 // or a read-only file is FailedPrecondition, naming the cause. Schema: docs/database.md.
+// With wal false the file gets a rollback journal instead (a network
+// filesystem, where WAL's shared memory does not work: storage/open_storage.h).
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
-                                                   bool create_if_missing = true);
+                                                   bool create_if_missing = true, bool wal = true);
 
 // Opens an existing database for reading only (the dashboard): SQLite's
 // read-only mode, so nothing is ever written to it, and in WAL mode it

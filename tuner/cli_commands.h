@@ -18,6 +18,7 @@ struct RunArgs {
   std::optional<int> max_concurrent;
   bool quiet = false;
   bool terminal = false;  // draw the live table
+  bool allow_network_fs = false;  // an SQLite file on NFS & co.: a rollback journal (storage/open_storage.h)
   const std::atomic<bool>* stop = nullptr;
 };
 

@@ -82,6 +82,8 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--backend", run.backend, "Where trials run (default: backend.type)")
       ->check(CLI::IsMember({"local", "kubernetes"}));
   run_cmd->add_flag("--resume", run.resume, "Continue the experiment of the same name in the database");
+  run_cmd->add_flag("--allow-network-fs", run.allow_network_fs,
+                    "Keep an SQLite database on a network filesystem anyway (a rollback journal, one writer)");
   run_cmd->add_option("--max-concurrent", run.max_concurrent, "Override limits.max_concurrent_trials");
   run_cmd->add_flag("--quiet,-q", run.quiet, "Plain log lines only, no live table");
 

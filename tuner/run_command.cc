@@ -252,7 +252,14 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   if (Stop stop = CheckBeforeDatabase(args, run, err)) return *stop;
   RunLock lock;
   if (Status st = lock.Acquire(run.db_path, run.spec.name); !st.ok()) return Fail(err, st);
-  auto storage_or = OpenStorage(run.db_path);
+  if (!IsDatabaseUrl(run.db_path) && args.allow_network_fs) {
+    if (std::string fs = NetworkFilesystemOf(run.db_path); !fs.empty()) {
+      err << "tune: warning: " << run.db_path << " is on a network filesystem (" << fs
+          << "): SQLite with a rollback journal, one writer at a time, and readers wait while it writes; "
+             "PostgreSQL (--db postgresql://...) is the safe choice there\n";
+    }
+  }
+  auto storage_or = OpenStorage(run.db_path, /*create_if_missing=*/true, args.allow_network_fs);
   if (!storage_or.ok()) return Fail(err, storage_or.status());
   std::unique_ptr<Storage> storage = std::move(storage_or).value();
   if (Stop stop = ResolveExperiment(args, run, *storage, out, err)) return *stop;
