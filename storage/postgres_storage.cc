@@ -36,6 +36,7 @@
 #include <chrono>
 
 #include "storage/param_codec.h"
+#include "storage/postgres_migrate.h"
 #include "storage/postgres_schema.h"
 #include "storage/sqlite_schema.h"
 
@@ -102,6 +103,10 @@ Result<std::unique_ptr<Storage>> OpenPostgresStorageReadOnly(const std::string& 
   return OpenPostgresStorage(url, false);
 }
 Result<std::unique_ptr<ExperimentLease>> LockPostgresExperiment(const std::string& url, const std::string&) {
+  TUNE_RETURN_IF_ERROR(CheckPostgresUrl(url));
+  return NoPostgres(url);
+}
+Result<std::unique_ptr<internal::RawDatabase>> internal::OpenPostgresRaw(const std::string& url) {
   TUNE_RETURN_IF_ERROR(CheckPostgresUrl(url));
   return NoPostgres(url);
 }
@@ -1152,7 +1157,56 @@ class PostgresLease final : public ExperimentLease {
   std::unique_ptr<PgConnection> c_;
 };
 
+// Plain SQL for tune migrate: every value as text, PostgreSQL parsing it by
+// the column it goes to.
+class PostgresRaw final : public internal::RawDatabase {
+ public:
+  PostgresRaw(std::unique_ptr<PgConnection> c, std::string url) : c_(std::move(c)), url_(std::move(url)) {}
+  Result<std::vector<internal::RawRow>> Query(const std::string& sql, const internal::RawRow& params,
+                                              const std::string&, const std::string& column_types) override {
+    try {
+      Rows r = Run(sql, params);
+      std::vector<internal::RawRow> out;
+      for (int i = 0; i < r.size(); ++i) {
+        internal::RawRow& row = out.emplace_back();
+        for (size_t k = 0; k < column_types.size(); ++k) {
+          row.push_back(r.null(i, static_cast<int>(k)) ? std::nullopt : internal::RawValue(r.text(i, static_cast<int>(k))));
+        }
+      }
+      return out;
+    } catch (const PgError& e) {
+      return FromPgError(url_, e);
+    }
+  }
+  Status Exec(const std::string& sql, const internal::RawRow& params, const std::string&) override {
+    try {
+      Run(sql, params);
+      return Status::Ok();
+    } catch (const PgError& e) {
+      return FromPgError(url_, e);
+    }
+  }
+  bool IsPostgres() const override { return true; }
+
+ private:
+  // Statements are few and repeated: prepared once each.
+  Rows Run(const std::string& sql, const internal::RawRow& params) {
+    if (params.empty()) return c_->Simple(sql);  // BEGIN, COMMIT, setval
+    auto it = texts_.find(sql);
+    if (it == texts_.end()) it = texts_.emplace(sql, std::make_unique<std::string>(sql)).first;
+    return c_->Exec(it->second->c_str(), params);
+  }
+  std::unique_ptr<PgConnection> c_;
+  std::string url_;
+  std::unordered_map<std::string, std::unique_ptr<std::string>> texts_;  // stable c_str()s for Exec's cache
+};
+
 }  // namespace
+
+Result<std::unique_ptr<internal::RawDatabase>> internal::OpenPostgresRaw(const std::string& url) {
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> c, Connect(url, false));
+  return std::unique_ptr<internal::RawDatabase>(new PostgresRaw(std::move(c), url));
+}
 
 Result<std::unique_ptr<Storage>> OpenPostgresStorage(const std::string& url, bool create_if_missing) {
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<PgConnection> c, Connect(url, false));

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace tune {
 
@@ -52,7 +53,17 @@ struct CleanupArgs {
   bool dry_run = false;    // list what would be deleted, delete nothing
 };
 
+// `tune migrate --from A --to B [--experiment NAME]...`: copies experiments
+// exactly between results databases, SQLite or PostgreSQL, either way
+// (storage/postgres_migrate.h). Exit 0 when copied, 1 when the copy failed,
+// 2 for bad arguments, a missing experiment or one already in B.
+struct MigrateArgs {
+  std::string from, to;
+  std::vector<std::string> experiments;  // empty: all
+};
+
 int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err);
+int MigrateCommand(const MigrateArgs& args, std::ostream& out, std::ostream& err);
 int CleanupCommand(const CleanupArgs& args, std::ostream& out, std::ostream& err);
 int ValidateCommand(const std::string& path, std::ostream& out, std::ostream& err);
 int BestCommand(const QueryArgs& args, std::ostream& out, std::ostream& err);

@@ -172,6 +172,12 @@ int Main(int argc, char** argv) {
   report_cmd->add_option("--db", report.db_path, "results database: an SQLite file or a postgresql:// URL (default: ./tune.db)");
   report_cmd->add_option("--experiment,-e", report.experiment, "Experiment name (default: the latest one)");
   report_cmd->add_option("--out,-o", report.out_path, "The HTML file to write")->required();
+  tune::MigrateArgs migrate;
+  auto* migrate_cmd = app.add_subcommand(
+      "migrate", "Copy experiments exactly between results databases (SQLite file or postgresql:// URL, either way)");
+  migrate_cmd->add_option("--from", migrate.from, "The database to copy from")->required();
+  migrate_cmd->add_option("--to", migrate.to, "The database to copy into (created if missing)")->required();
+  migrate_cmd->add_option("--experiment,-e", migrate.experiments, "An experiment to copy (repeatable; default: all)");
   tune::CleanupArgs cleanup;
   auto* cleanup_cmd =
       app.add_subcommand("cleanup", "Delete the Kubernetes Jobs, Services and pods labelled with an experiment");
@@ -192,7 +198,7 @@ int Main(int argc, char** argv) {
     // CLI11 reports an unknown command as a missing one.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       what = std::string("unknown command '") + argv[1] +
-             "' (expected run, validate, best, trials, importance, status, dashboard, report, export, render, import, replay or cleanup)";
+             "' (expected run, validate, best, trials, importance, status, dashboard, report, export, render, import, replay, migrate or cleanup)";
     }
     std::cerr << "tune: " << what << "\n";
     std::cerr << "Run 'tune --help' for usage.\n";
@@ -230,6 +236,7 @@ int Main(int argc, char** argv) {
   if (*render_cmd) return tune::RenderCommand(render_path, render_trial, std::cout, std::cerr);
   if (*katib_cmd) return tune::ImportKatibCommand(import_path, import_out, std::cout, std::cerr);
   if (*replay_cmd) return tune::ReplayCommand(replay, std::cout, std::cerr);
+  if (*migrate_cmd) return tune::MigrateCommand(migrate, std::cout, std::cerr);
   if (*cleanup_cmd) return tune::CleanupCommand(cleanup, std::cout, std::cerr);
   return 2;
 }

@@ -201,6 +201,25 @@ TEST_CASE("tune run, trials, best, status, importance and report on PostgreSQL e
   CHECK(pages[0]["best"] == pages[1]["best"]);
   CHECK(pages[0]["curves"] == pages[1]["curves"]);
 
+  // tune migrate: the SQLite run into a new PostgreSQL database and back
+  // into a new file; trials --format json is the same, byte for byte.
+  const std::string copy = NewDatabase("tune_e2e_copy");
+  const std::string back = (dir.path / "back.db").string();
+  Output there = TuneIn(dir.path, "migrate --from " + Quote(file) + " --to " + Quote(copy));
+  INFO(there.out);
+  REQUIRE(there.code == 0);
+  CHECK(there.out.find("tune migrate: 1 experiment copied from " + file + " to " + copy) != std::string::npos);
+  Output home = TuneIn(dir.path, "migrate --from " + Quote(copy) + " --to " + Quote(back) + " -e pg-e2e");
+  REQUIRE(home.code == 0);
+  for (const std::string& db : {copy, back}) {
+    Output t = TuneIn(dir.path, "trials --db " + Quote(db) + " --experiment pg-e2e --format json");
+    REQUIRE(t.code == 0);
+    CHECK(t.out == ta.out);
+  }
+  Output twice = TuneIn(dir.path, "migrate --from " + Quote(file) + " --to " + Quote(copy));
+  CHECK(twice.code == 2);
+  CHECK(twice.out.find("'pg-e2e' already exists there; nothing was copied") != std::string::npos);
+
   // A query on a database that holds no tune results creates nothing.
   const std::string empty = NewDatabase("tune_e2e_empty");
   Output none = TuneIn(dir.path, "trials --db " + Quote(empty));

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "storage/open_storage.h"
+#include "storage/postgres_migrate.h"
 #include "storage/postgres_storage.h"
 #include "storage/storage.h"
 #include "tests/common/temp_dir.h"
@@ -431,6 +432,77 @@ TEST_CASE("PostgreSQL: one tune run per experiment, released when the holder die
     if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   CHECK(freed);
+}
+
+// Every time the database holds, for an exact comparison.
+std::string Times(Storage& db) {
+  std::ostringstream out;
+  out.precision(17);
+  for (const ExperimentRecord& e : *db.ListExperiments()) {
+    out << e.name << " " << e.created_at << " " << Num(e.ended_at) << "\n";
+    for (const TrialRecord& r : *db.ListTrialRecords(e.id)) {
+      out << " " << r.trial.number << " " << Num(r.started_at) << " " << Num(r.ended_at) << "\n";
+    }
+    for (const StoredExploit& x : *db.ListExploits(e.id)) out << " x " << x.time << "\n";
+  }
+  return out.str();
+}
+
+TEST_CASE("tune migrate's copy: SQLite to PostgreSQL and back, exactly", "[storage][postgres]") {
+  const std::string url = NewDatabase();
+  if (url.empty()) return;
+  TempDir dir;
+  const std::string file = dir.File("tune.db"), back = dir.File("back.db");
+  std::string dump, times;
+  {
+    auto sqlite = Open(file);
+    Script(*sqlite);
+    dump = Dump(*sqlite);
+    times = Times(*sqlite);
+  }
+  auto there = CopyExperiments(file, url, {});
+  INFO(there.status().ToString());
+  REQUIRE(there.ok());
+  CHECK(*there == std::vector<std::string>{"alpha", "beta"});
+  CHECK(Dump(*Open(url)) == dump);
+  CHECK(Times(*Open(url)) == times);
+  auto again = CopyExperiments(file, url, {"beta"});
+  CHECK(again.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(again.status().message().find("'beta' already exists") != std::string::npos);
+  CHECK(CopyExperiments(file, url, {"gamma"}).status().IsNotFound());
+
+  auto home = CopyExperiments(url, back, {});
+  REQUIRE(home.ok());
+  CHECK(Dump(*Open(back)) == dump);
+  CHECK(Times(*Open(back)) == times);
+
+  // Into a database that has experiments: ids shift, references follow,
+  // and new rows go on after the copied ones.
+  auto pg = Open(url);
+  REQUIRE(CopyExperiments(file, url, {}).status().code() == StatusCode::kFailedPrecondition);
+  const std::string second = dir.File("second.db");
+  {
+    auto s = Open(second);
+    auto e = s->CreateExperiment("gamma", "{}", 3);
+    REQUIRE(e.ok());
+    auto t = s->CreateTrial(*e, {{"lr", 0.5}});
+    REQUIRE(t.ok());
+    REQUIRE(s->StartTrial(t->id, 0, "").ok());
+    REQUIRE(s->AppendReport(t->id, 0, Report(1, {{"loss", 0.5}}), 0.5).ok());
+  }
+  REQUIRE(CopyExperiments(second, url, {}).ok());
+  auto gamma = pg->FindExperiment("gamma");
+  REQUIRE(gamma.ok());
+  CHECK(gamma->id == 3);
+  auto rows = pg->ListTrialRecords(gamma->id);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  CHECK((*rows)[0].trial.id == 5);
+  CHECK((*rows)[0].trial.intermediate == std::map<int64_t, double>{{1, 0.5}});
+  auto next = pg->CreateTrial(gamma->id, {});
+  REQUIRE(next.ok());
+  CHECK(next->id == 6);
+  CHECK(next->number == 1);
 }
 
 TEST_CASE("database URLs: postgresql:// selects PostgreSQL, a password in the URL is refused",
