@@ -78,6 +78,8 @@ RESOURCES = {
     ("", "v1", "persistentvolumeclaims"): ("PersistentVolumeClaim", True, ["pvc"]),
     ("", "v1", "events"): ("Event", True, ["ev"]),
     ("batch", "v1", "jobs"): ("Job", True, []),
+    ("apps", "v1", "statefulsets"): ("StatefulSet", True, ["sts"]),
+    ("apps", "v1", "deployments"): ("Deployment", True, ["deploy"]),
     ("rbac.authorization.k8s.io", "v1", "roles"): ("Role", True, []),
     ("rbac.authorization.k8s.io", "v1", "rolebindings"): ("RoleBinding", True, []),
     ("authorization.k8s.io", "v1", "selfsubjectaccessreviews"):

@@ -66,7 +66,9 @@ TEST_CASE("the cluster kit in k8s/ validates strictly against the real schema", 
   REQUIRE(out->exit_code == 0);
   for (const char* obj : {"namespace/tune", "serviceaccount/tune-runner", "role.rbac.authorization.k8s.io/tune-runner",
                           "rolebinding.rbac.authorization.k8s.io/tune-runner", "configmap/tune-experiment",
-                          "persistentvolumeclaim/tune-data", "job.batch/tune-tuner"}) {
+                          "persistentvolumeclaim/tune-data", "job.batch/tune-tuner", "secret/tune-postgres",
+                          "service/tune-postgres", "statefulset.apps/tune-postgres", "deployment.apps/tune-dashboard",
+                          "service/tune-dashboard"}) {
     CHECK(out->out.find(obj) != std::string::npos);
   }
   // Each file on its own too (kustomize must not be what makes them valid).

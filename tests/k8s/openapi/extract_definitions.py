@@ -18,6 +18,8 @@ KINDS = [
     "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
     "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
     "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
+    # The kit's results database and dashboard (k8s/postgres.yaml, k8s/dashboard.yaml).
+    "io.k8s.api.apps.v1.StatefulSet", "io.k8s.api.apps.v1.Deployment", "io.k8s.api.core.v1.Secret",
 ]
 
 
