@@ -4,7 +4,7 @@
 // `--reports` reports of 3 metrics each, finished; every call its own
 // transaction), then times the reads the tuner and `tune trials` make.
 //
-//   storage_bench [--trials 10000] [--reports 20] [--db PATH] [--reads-only]
+//   storage_bench [--trials 10000] [--reports 20] [--db PATH or postgresql://URL] [--reads-only]
 //
 // --reads-only times only the reads, on the newest experiment already in
 // --db (e.g. one written by an earlier run with --db).
@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "storage/open_storage.h"
 #include "storage/storage.h"
 
 namespace {
@@ -95,7 +96,7 @@ int main(int argc, char** argv) {
     db_path = (tmp / "bench.db").string();
   }
 
-  auto opened = tune::OpenSqliteStorage(db_path);
+  auto opened = tune::OpenStorage(db_path);  // a file, or a postgresql:// URL
   if (!opened.ok()) Die(opened.status());
   tune::Storage& db = **opened;
   tune::Result<tune::ExperimentId> e = tune::ExperimentId{0};
