@@ -350,6 +350,11 @@ std::pair<std::string, std::string> NameValueArrays(const std::map<std::string, 
   return {names + "}", nums + "}"};
 }
 
+// The data_version bump of a single-statement write, when `cte` (a CTE of
+// the statement) has a row.
+#define TUNE_PG_BUMP(cte) \
+  "d AS (UPDATE tune_meta SET value = value + 1 WHERE key = 'data_version' AND EXISTS (SELECT 1 FROM " cte ")) "
+
 class PostgresStorage final : public Storage {
  public:
   PostgresStorage(std::unique_ptr<PgConnection> c, std::string url, bool read_only)
@@ -361,10 +366,15 @@ class PostgresStorage final : public Storage {
   Result<std::vector<ExperimentRecord>> ListExperiments() override;
   Status SetExperimentState(ExperimentId id, ExperimentState state, const std::string& message) override;
   Status SetExperimentSpec(ExperimentId id, const std::string& spec_json) override {
-    return SetExperimentColumn(id, "UPDATE experiments SET spec_json = $1::text WHERE id = $2::bigint", P(spec_json));
+    return SetExperimentColumn(id,
+                               "WITH u AS (UPDATE experiments SET spec_json = $1::text WHERE id = $2::bigint "
+                               "RETURNING id), " TUNE_PG_BUMP("u") "SELECT count(*) FROM u",
+                               P(spec_json));
   }
   Status SetExperimentRunSeconds(ExperimentId id, double seconds) override {
-    return SetExperimentColumn(id, "UPDATE experiments SET run_seconds = $1::float8 WHERE id = $2::bigint",
+    return SetExperimentColumn(id,
+                               "WITH u AS (UPDATE experiments SET run_seconds = $1::float8 WHERE id = $2::bigint "
+                               "RETURNING id), " TUNE_PG_BUMP("u") "SELECT count(*) FROM u",
                                P(seconds));
   }
 
@@ -470,11 +480,6 @@ Status PostgresStorage::Single(const char* sql, const std::vector<Param>& params
   }
 }
 
-// The data_version bump of a single-statement write, when `cte` (a CTE of
-// the statement) has a row.
-#define TUNE_PG_BUMP(cte) \
-  "d AS (UPDATE tune_meta SET value = value + 1 WHERE key = 'data_version' AND EXISTS (SELECT 1 FROM " cte ")) "
-
 Status PostgresStorage::CheckExperiment(ExperimentId e) {
   if (c_->Exec("SELECT 1 FROM experiments WHERE id = $1::bigint", {P(static_cast<int64_t>(e))}).size() == 0) {
     return Status::NotFound(db_ + ": no experiment with id " + std::to_string(e));
@@ -572,22 +577,23 @@ Result<std::vector<ExperimentRecord>> PostgresStorage::ListExperiments() {
 }
 
 Status PostgresStorage::SetExperimentState(ExperimentId id, ExperimentState state, const std::string& message) {
-  return Transact(true, [&]() -> Status {
-    Rows r = c_->Exec(
-        "UPDATE experiments SET state = $1::text, message = $2::text, "
-        "ended_at = CASE WHEN $1::text = 'running' THEN NULL ELSE $3::float8 END WHERE id = $4::bigint",
-        {P(ExperimentStateName(state)), P(message), P(Now()), P(static_cast<int64_t>(id))});
-    if (r.affected() == 0) return Status::NotFound(db_ + ": no experiment with id " + std::to_string(id));
-    return Status::Ok();
-  });
+  std::optional<Rows> r;
+  TUNE_RETURN_IF_ERROR(Single(
+      "WITH u AS (UPDATE experiments SET state = $1::text, message = $2::text, "
+      "ended_at = CASE WHEN $1::text = 'running' THEN NULL ELSE $3::float8 END WHERE id = $4::bigint RETURNING id), "
+      TUNE_PG_BUMP("u") "SELECT count(*) FROM u",
+      {P(ExperimentStateName(state)), P(message), P(Now()), P(static_cast<int64_t>(id))}, &r));
+  if (r->i64(0, 0) == 0) return Status::NotFound(db_ + ": no experiment with id " + std::to_string(id));
+  return Status::Ok();
 }
 
+// `sql` is "WITH u AS (UPDATE experiments SET <column> = $1 WHERE id = $2
+// RETURNING id), <bump> SELECT count(*) FROM u".
 Status PostgresStorage::SetExperimentColumn(ExperimentId id, const char* sql, Param value) {
-  return Transact(true, [&]() -> Status {
-    Rows r = c_->Exec(sql, {value, P(static_cast<int64_t>(id))});
-    if (r.affected() == 0) return Status::NotFound(db_ + ": no experiment with id " + std::to_string(id));
-    return Status::Ok();
-  });
+  std::optional<Rows> r;
+  TUNE_RETURN_IF_ERROR(Single(sql, {value, P(static_cast<int64_t>(id))}, &r));
+  if (r->i64(0, 0) == 0) return Status::NotFound(db_ + ": no experiment with id " + std::to_string(id));
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------
@@ -755,6 +761,12 @@ Status PostgresStorage::ContinueTrial(TrialId t, int attempt, const std::string&
 }
 
 Status PostgresStorage::PauseTrial(TrialId t, const std::string& message) {
+  std::optional<Rows> r;
+  TUNE_RETURN_IF_ERROR(Single(
+      "WITH u AS (UPDATE trials SET state = 'paused', message = $1::text WHERE id = $2::bigint AND state = 'running' "
+      "RETURNING id), " TUNE_PG_BUMP("u") "SELECT count(*) FROM u",
+      {P(message), P(static_cast<int64_t>(t))}, &r));
+  if (r->i64(0, 0) == 1) return Status::Ok();
   return Transact(true, [&]() -> Status {
     TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
     if (row.state != TrialState::kRunning) {
@@ -901,6 +913,13 @@ Status PostgresStorage::ExcludeAttemptReports(TrialId t, int attempt, const std:
 }
 
 Status PostgresStorage::Retry(TrialId t, const std::string& message, bool failed) {
+  std::optional<Rows> r;
+  TUNE_RETURN_IF_ERROR(Single(
+      "WITH u AS (UPDATE trials SET state = 'pending', message = $1::text, value = NULL, last_step = NULL, "
+      "failed_attempts = failed_attempts + $2::integer WHERE id = $3::bigint AND state = 'running' RETURNING id), "
+      TUNE_PG_BUMP("u") "SELECT count(*) FROM u",
+      {P(message), P(failed ? 1 : 0), P(static_cast<int64_t>(t))}, &r));
+  if (r->i64(0, 0) == 1) return Status::Ok();
   return Transact(true, [&]() -> Status {
     TUNE_ASSIGN_OR_RETURN(TrialRow row, LoadTrial(t));
     if (row.state != TrialState::kRunning) {
