@@ -394,6 +394,59 @@ TEST_CASE("PostgreSQL: readers never block the writer", "[storage][postgres]") {
   std::this_thread::sleep_for(std::chrono::seconds(3));  // the psql reader ends
 }
 
+TEST_CASE("PostgreSQL: a writer killed with SIGKILL leaves every change whole, and the next one goes on",
+          "[storage][postgres]") {
+  const std::string url = NewDatabase();
+  if (url.empty()) return;
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto db = OpenStorage(url);
+    if (!db.ok()) ::_exit(1);
+    auto e = (*db)->CreateExperiment("killed", "{}", 1);
+    auto t = (*db)->CreateTrial(*e, {{"x", 1.0}});
+    if (!t.ok() || !(*db)->StartTrial(t->id, 0, "").ok()) ::_exit(1);
+    for (int64_t s = 0;; ++s) {
+      const double v = 1.0 / static_cast<double>(s + 1);
+      if (!(*db)->AppendReport(t->id, 0, Report(s, {{"a", v}, {"b", 2 * v}, {"c", 3 * v}}), v).ok()) ::_exit(1);
+      if (s == 50) (void)!::write(ready[1], "1", 1);
+    }
+  }
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+
+  auto db = Open(url);
+  auto e = db->FindExperiment("killed");
+  REQUIRE(e.ok());
+  auto records = db->ListTrialRecords(e->id);
+  REQUIRE(records.ok());
+  REQUIRE(records->size() == 1);
+  const TrialRecord& r = (*records)[0];
+  auto reports = db->ListTrialReports(r.trial.id);
+  REQUIRE(reports.ok());
+  REQUIRE(reports->size() > 50);
+  for (size_t i = 0; i < reports->size(); ++i) {
+    CHECK((*reports)[i].report.step == static_cast<int64_t>(i));  // none lost in between
+    CHECK((*reports)[i].report.values.size() == 3);              // never a report without its metrics
+  }
+  const int64_t last = reports->back().report.step;
+  CHECK(r.last_step == last);  // the trial's row agrees with its reports
+  CHECK(r.trial.value == 1.0 / static_cast<double>(last + 1));
+  CHECK(r.trial.intermediate.size() == reports->size());
+  // The killed session's transaction is gone; the next tuner goes on.
+  REQUIRE(db->RetryFailedTrial(r.trial.id, "tuner killed").ok());
+  REQUIRE(db->StartTrial(r.trial.id, 1, "").ok());
+  REQUIRE(db->AppendReport(r.trial.id, 1, Report(0, {{"a", 1}}), 1.0).ok());
+  REQUIRE(db->FinishTrial(r.trial.id, TrialState::kCompleted, std::nullopt, std::nullopt, "").ok());
+  CHECK(db->GetTrialSummary(r.trial.id)->failed_attempts == 1);
+}
+
 TEST_CASE("PostgreSQL: one tune run per experiment, released when the holder dies", "[storage][postgres]") {
   const std::string url = NewDatabase();
   if (url.empty()) return;
