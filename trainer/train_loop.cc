@@ -300,14 +300,17 @@ Status RunTrainLoop(CausalLm model, std::vector<torch::Tensor> params, const std
       TUNE_ASSIGN_OR_RETURN(double el, Evaluate(model, eval, o.batch_size, pad_id, dist));
       eval_loss = el;
     }
+    // The checkpoint of a step is saved before its report is printed: a
+    // tuner that stops the trial on that report (PBT's pause or exploit)
+    // then finds checkpoint-<done> (docs/architecture.md, section 4.7).
+    const bool do_save = o.save_every > 0 ? done % o.save_every == 0 : (do_eval && !last);
+    if (do_save || last) TUNE_RETURN_IF_ERROR(save(done));
     if (do_log) {
       const double tl = window_targets > 0 ? window_loss / window_targets : std::nan("");
       emit(done, tl, eval_loss, lr, window_seconds > 0 ? window_tokens / window_seconds : 0.0);
       window_loss = window_targets = window_seconds = 0.0;
       window_tokens = 0;
     }
-    const bool do_save = o.save_every > 0 ? done % o.save_every == 0 : (do_eval && !last);
-    if (do_save || last) TUNE_RETURN_IF_ERROR(save(done));
   }
   if (start_step >= o.max_steps && !eval.empty()) {  // resumed a finished run: report again
     TUNE_ASSIGN_OR_RETURN(double el, Evaluate(model, eval, o.batch_size, pad_id, dist));
