@@ -436,9 +436,8 @@ Status Tuner::Impl::LaunchTrial(TrialId id) {
   const bool was_paused = t.state == TrialState::kPaused;
   if (ever_started.count(id) && (was_paused || spec.trial.resume_from_checkpoint)) {
     TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> stored, parts.storage->ListTrialReports(id));
-    int last_attempt = -1;
-    for (const StoredReport& r : stored)
-      if (r.attempt < t.attempt) last_attempt = std::max(last_attempt, r.attempt);
+    // The attempt ContinueTrial carries reports from (t.attempt is the new one).
+    const int last_attempt = t.attempt - 1;
     std::optional<int64_t> recorded;
     for (StoredReport& r : stored) {
       if (r.attempt != last_attempt || !r.excluded.empty()) continue;
