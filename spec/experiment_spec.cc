@@ -12,7 +12,7 @@
 
 #include "core/read_file.h"
 #include "spec/experiment_spec_reader.h"
-#include "storage/postgres_storage.h"
+#include "storage/database_url.h"
 
 namespace tune {
 namespace {
@@ -343,7 +343,7 @@ Status ParseLimits(const Reader& r, const Json* v, LimitsSpec* out, bool* max_tr
 }
 
 // storage.path (an SQLite file) or storage.url (a PostgreSQL database,
-// storage/postgres_storage.h), one of the two.
+// storage/database_url.h), one of the two.
 Status ParseStorage(const Reader& r, const Json* v, std::string* path, std::string* url) {
   if (!v) return Status::Ok();
   TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "storage"));

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "storage/database_url.h"
 #include "storage/storage.h"
 
 namespace tune {
@@ -26,15 +27,6 @@ namespace tune {
 // Whether this tune was built with PostgreSQL support (libpq).
 bool PostgresSupported();
 
-// Whether `db` names a PostgreSQL database: it starts with "postgresql://"
-// or "postgres://". Anything else is an SQLite file path.
-bool IsPostgresUrl(const std::string& db);
-
-// InvalidArgument, one sentence, if `url` carries a password (user:pw@ or
-// password=...) or is not a URL libpq reads; FailedPrecondition if this tune
-// has no PostgreSQL support. `what` names where the URL came from ("--db",
-// "exp.json: storage.url").
-Status CheckPostgresUrl(const std::string& url, const std::string& what = "--db");
 
 // Connects to the database at `url` and brings its schema to this tune's
 // version (one transaction, serialised between tuners by an advisory

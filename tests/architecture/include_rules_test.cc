@@ -46,11 +46,12 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
 
 // The other modules' headers spec/ may include: their options, the search
 // space it builds, and the rules a module gives for what the spec may hold
-// (an MLflow tracking URI, metric keys MLflow takes, a Secret reference).
+// (an MLflow tracking URI, metric keys MLflow takes, a database URL, a
+// Secret reference).
 const std::set<std::string> kSpecHeaders = {"k8s/kubernetes_options.h", "search/search_space.h",
                                             "search/tpe_options.h", "search/gp_options.h", "schedulers/asha_options.h",
                                             "schedulers/median_stopping_options.h", "schedulers/pbt_options.h",
-                                            "tracking/mlflow_uri.h", "tracking/mlflow_keys.h",
+                                            "tracking/mlflow_uri.h", "tracking/mlflow_keys.h", "storage/database_url.h",
                                             "trial_runner/secret_key_ref.h"};
 
 // Folders that are not product modules: they may include anything.
