@@ -9,7 +9,8 @@ namespace tune {
 
 namespace {
 
-// True if `path` is `dir` or lies below it (both lexically normal, absolute).
+// True if `path` is `dir` or lies below it (both lexically normal, absolute;
+// "/a//b/" and "/a/b" are the same directory).
 bool IsAtOrBelow(const std::string& path, std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (path == dir) return true;
@@ -20,7 +21,8 @@ bool IsAtOrBelow(const std::string& path, std::string dir) {
 }  // namespace
 
 Status CheckTrialDirsShared(const KubernetesOptions& options, const std::string& runs_dir, const std::string& what) {
-  const std::string dir = std::filesystem::path(runs_dir).lexically_normal().string();
+  std::string dir = std::filesystem::path(runs_dir).lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   nlohmann::json volumes = nlohmann::json::parse(options.volumes_json, nullptr, false);
   nlohmann::json mounts = nlohmann::json::parse(options.volume_mounts_json, nullptr, false);
   std::set<std::string> claims;
@@ -35,7 +37,8 @@ Status CheckTrialDirsShared(const KubernetesOptions& options, const std::string&
     for (const auto& m : mounts) {
       if (!m.is_object() || !m.contains("mountPath") || !m["mountPath"].is_string()) continue;
       if (!claims.count(m.value("name", ""))) continue;
-      if (IsAtOrBelow(dir, m["mountPath"].get<std::string>())) return Status::Ok();
+      const std::string mount = std::filesystem::path(m["mountPath"].get<std::string>()).lexically_normal().string();
+      if (IsAtOrBelow(dir, mount)) return Status::Ok();
     }
   }
   return Status::FailedPrecondition(

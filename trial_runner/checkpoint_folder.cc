@@ -52,15 +52,23 @@ std::optional<CheckpointFolder> NewestCheckpoint(const std::string& trial_dir, s
   return best;
 }
 
+std::optional<CheckpointFolder> NearestCheckpoint(const std::string& trial_dir, int64_t step) {
+  if (auto before = NewestCheckpoint(trial_dir, step)) return before;
+  std::optional<CheckpointFolder> after;
+  for (CheckpointFolder& c : ListCheckpoints(trial_dir)) {
+    if (!after || c.step < after->step) after = std::move(c);
+  }
+  return after;
+}
+
 Result<CheckpointFolder> CopyNewestCheckpoint(const std::string& donor_dir, const std::string& recipient_dir,
-                                              std::optional<int64_t> at_most) {
+                                              std::optional<int64_t> near) {
   std::string last_error;
   for (int tries = 0; tries < 3; ++tries) {
-    auto source = NewestCheckpoint(donor_dir, at_most);
+    auto source = near ? NearestCheckpoint(donor_dir, *near) : NewestCheckpoint(donor_dir);
     if (!source) {
       if (!last_error.empty()) break;
-      return Status::NotFound(donor_dir + " has no checkpoint-<step> folder" +
-                              (at_most ? " at step " + std::to_string(*at_most) + " or before" : std::string()));
+      return Status::NotFound(donor_dir + " has no checkpoint-<step> folder");
     }
     const fs::path name = fs::path(source->path).filename();
     const fs::path temp = fs::path(recipient_dir) / (".tune-copy-" + name.string() + "-" + std::to_string(::getpid()));

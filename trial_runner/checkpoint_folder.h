@@ -24,8 +24,13 @@ struct CheckpointFolder {
 std::optional<CheckpointFolder> NewestCheckpoint(const std::string& trial_dir,
                                                  std::optional<int64_t> at_most = std::nullopt);
 
+// The checkpoint of `trial_dir` nearest to the state of step `step`: the
+// newest at or before it, else (a trial that deleted its older folders
+// while it ran on) the oldest after it; nullopt if there is none.
+std::optional<CheckpointFolder> NearestCheckpoint(const std::string& trial_dir, int64_t step);
+
 // Population Based Training's exploit: puts a copy of the donor's newest
-// checkpoint (at step `at_most` or before, when given) into
+// checkpoint (with `near`, NearestCheckpoint(donor_dir, *near)) into
 // `recipient_dir` as its only checkpoint folder. The copy is
 // written under a temporary name and renamed, the recipient's own
 // checkpoint-* folders are removed only after the copy is complete, and the
@@ -36,6 +41,6 @@ std::optional<CheckpointFolder> NewestCheckpoint(const std::string& trial_dir,
 // kInternal: the copy failed (the message names the folder and the cause;
 // the recipient's folders are then as they were).
 Result<CheckpointFolder> CopyNewestCheckpoint(const std::string& donor_dir, const std::string& recipient_dir,
-                                              std::optional<int64_t> at_most = std::nullopt);
+                                              std::optional<int64_t> near = std::nullopt);
 
 }  // namespace tune

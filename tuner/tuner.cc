@@ -726,12 +726,13 @@ Status Tuner::Impl::BeginPause(TrialId id, std::optional<Exploit> exploit, int64
   Trial& t = Get(id);
   std::optional<CheckpointFolder> donor_newest;
   // The donor's state that its score ranked: its newest checkpoint at or
-  // before the step the scheduler judged (Exploit::donor_step), else its
+  // before the step the scheduler judged (Exploit::donor_step, else its
   // last report the tuner has seen; a newer one, written while the tuner
-  // read the report, was never judged.
+  // read the report, was never judged), or, when the donor has deleted
+  // that one while it ran on, its oldest after it.
   if (exploit && index_of.count(exploit->donor)) {
     const Trial& donor = Get(exploit->donor);
-    donor_newest = NewestCheckpoint(TrialDirPath(donor), exploit->donor_step.value_or(LastStep(donor)));
+    donor_newest = NearestCheckpoint(TrialDirPath(donor), exploit->donor_step.value_or(LastStep(donor)));
   }
   // A checkpoint at max_t has nothing left to train: continuing from it
   // would end the trial at once and lose its own last value.

@@ -31,11 +31,11 @@ json PbtExperiment(const FakeCluster& cluster, const std::string& dir, bool moun
           {"objective", {{"metric", "score"}, {"mode", "max"}}},
           {"parameters", {{"lr", {{"type", "uniform"}, {"low", 0.0001}, {"high", 0.02}}}}},
           {"search", {{"algorithm", "random"}, {"seed", 4}}},
-          {"scheduler", {{"type", "pbt"}, {"max_t", 20}, {"perturbation_interval", 5}}},
+          {"scheduler", {{"type", "pbt"}, {"max_t", 40}, {"perturbation_interval", 5}}},
           {"limits", {{"max_trials", 4}, {"max_concurrent_trials", 4}}},
           {"trial",
-           {{"command", {TUNE_BIN_DIR "/pbt_toy_trial", "--lr", "${lr}", "--seed", "${trial_id}", "--max-steps", "20",
-                         "--checkpoint-every", "5", "--sleep-ms", "40", "--done-at", "0"}},
+           {{"command", {TUNE_BIN_DIR "/pbt_toy_trial", "--lr", "${lr}", "--seed", "${trial_id}", "--max-steps", "40",
+                         "--checkpoint-every", "5", "--sleep-ms", "50", "--done-at", "0"}},
             {"resources_per_worker", {{"cpu", 0.1}}}}},
           {"backend", backend},
           {"storage", {{"path", dir + "/tune.db"}}}};
@@ -89,8 +89,9 @@ TEST_CASE("tune run: PBT on Kubernetes without the trial directories on a mounte
   const std::string err = Slurp(dir + "/run.err");
   INFO(Slurp(dir + "/run.out") << err);
   CHECK(rc == 2);
+  const std::string runs = boost::filesystem::path(dir + "/tune_runs").lexically_normal().string();
   CHECK_THAT(err, Catch::Contains("scheduler pbt continues trials from checkpoints, so on Kubernetes the trial "
-                                  "directories (" + dir + "/tune_runs) must lie on a persistentVolumeClaim"));
+                                  "directories (" + runs + ") must lie on a persistentVolumeClaim"));
   CHECK(!boost::filesystem::exists(dir + "/tune.db"));
   CHECK(cluster.Names("jobs,services,pods", std::string(kExperimentLabel) + "=k8s-pbt").empty());
 }
