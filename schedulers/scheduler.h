@@ -5,8 +5,11 @@
 // sees trial snapshots only, never a backend or storage: it returns a
 // decision and the tuner carries it out. Its state must be rebuildable by
 // replaying the same events in the same order (that is how --resume restores
-// it: OnTrialAdd for every trial by number, then every stored report in the
-// order it was recorded, with OnTrialComplete where a trial ended).
+// it: OnTrialAdd for every trial by number, with its first parameters, then
+// every stored report in the order it was recorded, each recorded exploit
+// through OnTrialExploited right after the report stored before it, with
+// OnTrialComplete where a trial ended; decisions made during the replay are
+// not carried out).
 //
 // Not thread-safe: the tuner calls it from one thread.
 #pragma once
