@@ -12,7 +12,8 @@ Decision ReplayScheduler::OnTrialResult(const Trial& trial, int64_t step, double
   waiting_ = true;
   Decision d;
   d.action = Action::kPause;
-  d.exploit = Exploit{trial.id, changes_[next_].params};
+  // Its own checkpoint at or before the report it paused on.
+  d.exploit = Exploit{trial.id, changes_[next_].params, std::nullopt};
   d.reason = "replay: the parameters of step " + std::to_string(changes_[next_].step);
   return d;
 }
