@@ -1012,11 +1012,13 @@ Result<RunSummary> Tuner::RunLoop(Impl& run, const std::atomic<bool>* stop) {
     return parts_.storage->SetExperimentState(run.experiment_id, state, message);
   };
   // The budget spans every run of the experiment: a resume gets what is left.
-  const auto deadline =
+  // No budget: a deadline that never comes (a plain time point, since GCC
+  // warns that an optional one may be read uninitialised).
+  const Clock::time_point deadline =
       spec_.limits.time_budget_s > 0
-          ? std::optional(run.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                          std::max(0.0, spec_.limits.time_budget_s - run.seconds_before))))
-          : std::nullopt;
+          ? run.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                            std::max(0.0, spec_.limits.time_budget_s - run.seconds_before)))
+          : Clock::time_point::max();
   for (;;) {
     if (stop && stop->load()) {
       TUNE_RETURN_IF_ERROR(run.StopAllRunning(TrialState::kPending, "interrupted: tune run was stopped"));
@@ -1037,7 +1039,7 @@ Result<RunSummary> Tuner::RunLoop(Impl& run, const std::atomic<bool>* stop) {
       TUNE_RETURN_IF_ERROR(finish(RunOutcome::kCompleted, ExperimentState::kCompleted, "goal reached"));
       break;
     }
-    if (deadline && Clock::now() >= *deadline) {
+    if (Clock::now() >= deadline) {
       TUNE_RETURN_IF_ERROR(run.StopAllRunning(TrialState::kStopped, "time budget spent"));
       TUNE_RETURN_IF_ERROR(finish(RunOutcome::kCompleted, ExperimentState::kCompleted, "time_budget_s reached"));
       break;

@@ -290,7 +290,7 @@ TEST_CASE("mlflow: keys MLflow refuses are named", "[tracking][mlflow]") {
     CHECK(MlflowKeyProblem(ok).empty());
   }
   CHECK(MlflowKeyProblem(std::string(250, 'k')).empty());
-  for (const std::string bad : {std::string(""), std::string("acc(%)"), std::string("eval//loss"),
+  for (const std::string& bad : {std::string(""), std::string("acc(%)"), std::string("eval//loss"),
                                 std::string("/loss"), std::string("loss/"), std::string("./a"), std::string("a/./b"),
                                 std::string("a/../b"), std::string("..a"), std::string("."), std::string(251, 'k'),
                                 std::string("caf\xe9"), std::string("tab\tkey"), std::string("a\0b", 3)}) {

@@ -135,7 +135,7 @@ TEST_CASE("LoRA config validation and adapter_config.json", "[trainer][lora]") {
   CHECK(peft->r == 4);
   CHECK(peft->target_modules.size() == 7);
   // A rank that is not an integer is refused, not cast.
-  for (const nlohmann::json bad : {nlohmann::json(8.5), nlohmann::json(1e300)}) {
+  for (const nlohmann::json& bad : {nlohmann::json(8.5), nlohmann::json(1e300)}) {
     j["r"] = bad;
     auto refused = ParseAdapterConfig(j.dump());
     REQUIRE_FALSE(refused.ok());

@@ -50,7 +50,7 @@ class ThresholdScheduler : public Scheduler {
  public:
   explicit ThresholdScheduler(double threshold) : threshold_(threshold) {}
   Decision OnTrialResult(const Trial&, int64_t step, double objective) override {
-    if (step >= 2 && objective > threshold_) return Decision{Action::kStop, step, "above threshold"};
+    if (step >= 2 && objective > threshold_) return Decision{Action::kStop, step, "above threshold", std::nullopt};
     return Decision::Continue();
   }
 
