@@ -171,6 +171,9 @@ class SqliteStorage final : public Storage {
   void WriteParams(TrialId t, const ParamMap& params);
   // One trial_params row per parameter of trial `t`.
   void InsertParams(TrialId t, const ParamMap& params);
+  // Sets trial `t`'s last_step and value from the counted reports of
+  // `attempt` (the highest step; the latest objective), NULL without any.
+  void RecomputeLatest(TrialId t, int attempt);
   // One report; `excluded` empty for a counted one, else why it does not count.
   Status InsertReport(TrialId t, int attempt, const MetricReport& report, std::optional<double> objective,
                       const std::string& excluded);
@@ -533,14 +536,7 @@ Status SqliteStorage::ContinueTrial(TrialId t, int attempt, const std::string& l
       }
     }
     // value and last_step as if the carried reports had just arrived.
-    StmtScope s(Stmt(
-        "UPDATE trials SET "
-        "last_step = (SELECT MAX(step) FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL), "
-        "value = (SELECT objective FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL "
-        "AND objective IS NOT NULL ORDER BY id DESC LIMIT 1) WHERE id = ?1"));
-    s->bind(1, static_cast<int64_t>(t));
-    s->bind(2, attempt);
-    s->exec();
+    RecomputeLatest(t, attempt);
     return Status::Ok();
   });
 }
@@ -573,6 +569,17 @@ void SqliteStorage::WriteParams(TrialId t, const ParamMap& params) {
     s->exec();
   }
   InsertParams(t, params);
+}
+
+void SqliteStorage::RecomputeLatest(TrialId t, int attempt) {
+  StmtScope s(Stmt(
+      "UPDATE trials SET "
+      "last_step = (SELECT MAX(step) FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL), "
+      "value = (SELECT objective FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL "
+      "AND objective IS NOT NULL ORDER BY id DESC LIMIT 1) WHERE id = ?1"));
+  s->bind(1, static_cast<int64_t>(t));
+  s->bind(2, attempt);
+  s->exec();
 }
 
 void SqliteStorage::InsertParams(TrialId t, const ParamMap& params) {
@@ -753,14 +760,7 @@ Status SqliteStorage::ExcludeAttemptReports(TrialId t, int attempt, const std::s
       s->bind(4, static_cast<int64_t>(from_step.value_or(std::numeric_limits<int64_t>::min())));
       s->exec();
     }
-    StmtScope s(Stmt(
-        "UPDATE trials SET "
-        "last_step = (SELECT MAX(step) FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL), "
-        "value = (SELECT objective FROM reports WHERE trial_id = ?1 AND attempt = ?2 AND excluded IS NULL "
-        "AND objective IS NOT NULL ORDER BY id DESC LIMIT 1) WHERE id = ?1"));
-    s->bind(1, static_cast<int64_t>(t));
-    s->bind(2, attempt);
-    s->exec();
+    RecomputeLatest(t, attempt);
     return Status::Ok();
   });
 }
