@@ -40,8 +40,29 @@ struct Trial {
   // The trial's objective value (scope last/best applied) once it is finished
   // or, while running, its latest one. Raw, not sign-flipped.
   std::optional<double> value;
+  // Multi-objective experiments (an objective list of 2 to 4): every
+  // objective's value, in the order of the list, raw (not sign-flipped),
+  // once the trial completed having reported all of them; empty otherwise,
+  // and always empty with a single objective (then `value` is it). In a
+  // multi-objective experiment `value` and `intermediate` are those of the
+  // objective that early stopping ranks on (scheduler.metric, else the
+  // first).
+  std::vector<double> values;
+  // Constraint values, one per experiment constraint in its order, in
+  // Optuna's convention (constraints_func): c <= 0 is satisfied, c > 0 is
+  // the amount of violation (metric - max, or min - metric). Set when the
+  // trial completed; empty without constraints or before completion. A
+  // completed trial is feasible when every value is <= 0 (IsFeasible).
+  std::vector<double> constraints;
   int attempt = 0;  // retries so far (0 = first attempt)
 };
+
+// True if every constraint value is <= 0 (and so with no constraints).
+inline bool IsFeasible(const Trial& t) {
+  for (double c : t.constraints)
+    if (!(c <= 0)) return false;  // NaN counts as violated
+  return true;
+}
 
 using History = std::vector<Trial>;  // ordered by number
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "search/parzen_rules.h"
 
@@ -44,6 +45,11 @@ struct TpeSamplerOptions {
   ParzenRules parzen_rules = ParzenRules::kOptuna5;
   bool constant_liar = true;
   bool maximize = false;  // the objective's direction (Trial::value is raw)
+  // Multi-objective experiments: one direction per objective, in objective
+  // order (Trial::values), true = maximise; then TPE splits the history as
+  // Optuna's multi-objective TPE does and `maximize` is unused. Empty: one
+  // objective, the single-objective TPE exactly as before.
+  std::vector<bool> objectives_maximize;
   uint64_t seed = 0;
 };
 

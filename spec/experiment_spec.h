@@ -127,6 +127,10 @@ struct TrialTemplate {
   // (TUNE_RESUME_FROM, ${resume_from}); false starts it from scratch.
   bool resume_from_checkpoint = true;
   double timeout_s = 0;      // 0: no timeout
+  // Seconds a trial's processes get between SIGTERM (pruned, stopped,
+  // paused, timed out) and SIGKILL (TunerOptions::kill_grace); on
+  // Kubernetes also the pods' terminationGracePeriodSeconds.
+  double stop_grace_s = 5;
   // The local backend's working directory: trial.working_dir resolved
   // against the directory of experiment.json, which is also the default.
   std::string working_dir;

@@ -321,7 +321,7 @@ Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
   TUNE_ASSIGN_OR_RETURN(ObjectReader t,
                         ObjectReader::Make(r, v, "trial", "an object with at least a command"));
   TUNE_RETURN_IF_ERROR(t.AllowOnly({"command", "workers", "resources_per_worker", "env",
-                                    "max_retries", "timeout_s", "working_dir",
+                                    "max_retries", "timeout_s", "stop_grace_s", "working_dir",
                                     "resume_from_checkpoint"}));
   TUNE_RETURN_IF_ERROR(ParseCommand(t, params, &out->command));
   TUNE_RETURN_IF_ERROR(t.Int("workers", &out->workers));
@@ -332,6 +332,7 @@ Status ParseTrial(const Reader& r, const Json& v, const SearchSpace& params,
   TUNE_RETURN_IF_ERROR(t.Expect(out->max_retries >= 0, "max_retries", "an integer of at least 0"));
   TUNE_RETURN_IF_ERROR(t.Seconds("timeout_s", &out->timeout_s, "leave the key out for no timeout"));
   TUNE_RETURN_IF_ERROR(t.Bool("resume_from_checkpoint", &out->resume_from_checkpoint));
+  TUNE_RETURN_IF_ERROR(t.Seconds("stop_grace_s", &out->stop_grace_s));
   std::string dir;
   TUNE_RETURN_IF_ERROR(t.String("working_dir", &dir));
   TUNE_RETURN_IF_ERROR(t.Expect(!t.Has("working_dir") || !dir.empty(), "working_dir", "a directory"));

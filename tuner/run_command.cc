@@ -272,6 +272,7 @@ int RunCommand(const RunArgs& args, std::ostream& out, std::ostream& err) {
   options.resume = args.resume;
   options.max_concurrent = args.max_concurrent;
   options.runs_dir = run.runs_dir;
+  options.kill_grace = std::chrono::milliseconds(static_cast<int64_t>(run.spec.trial.stop_grace_s * 1000));
   if (Stop stop = AdoptOnResume(args, run, *storage, options, out, err)) return *stop;
 
   const ExperimentSpec& spec = run.spec;
