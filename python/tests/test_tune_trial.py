@@ -253,6 +253,7 @@ CHILD = textwrap.dedent("""
         step += 1
         time.sleep(0.01)
         if mode != "plain" and tune_trial.should_stop():
+            time.sleep(0.5)  # saving a checkpoint: a second SIGTERM comes meanwhile
             print("stopped cleanly at step", step, flush=True)
             sys.exit(0)
     print("never stopped", flush=True)
@@ -269,7 +270,7 @@ class SignalTest(unittest.TestCase):
             start = time.monotonic()
             for _ in range(signals):
                 proc.send_signal(signal.SIGTERM)
-                time.sleep(0.05)
+                time.sleep(0.1)
             out, _ = proc.communicate(timeout=15)
             return proc.returncode, out, time.monotonic() - start
         finally:
