@@ -115,20 +115,24 @@ std::vector<MoProblem> MoSuite() {
                                         (1 + g) * std::sin(a)}, {}};
                    }, {false, false, false}});
   // mixed: quality (maximised) against adapter size (minimised); `target`
-  // trades size per rank against loss, each with its own best lr.
+  // trades size per rank against loss, each with its own best lr and
+  // weight decay.
   {
     SearchSpace s;
     s["lr"] = FloatDistribution{1e-5, 1e-1, true, std::nullopt};
     s["rank"] = IntDistribution{1, 64, true, 1};
     s["dropout"] = FloatDistribution{0.0, 0.5, false, std::nullopt};
     s["target"] = CategoricalDistribution{{std::string("attn"), std::string("mlp"), std::string("all")}, false};
+    s["weight_decay"] = FloatDistribution{1e-6, 1e-1, true, std::nullopt};
     suite.push_back({"mixed", s, [](const ParamMap& p) {
                        const std::string& t = std::get<std::string>(p.at("target"));
                        double offset = t == "attn" ? 0.15 : t == "mlp" ? 0.05 : 0.0;
                        double size = t == "attn" ? 1.0 : t == "mlp" ? 2.0 : 4.0;
                        double lr_opt = t == "attn" ? 3e-3 : t == "mlp" ? 1e-3 : 3e-4;
-                       double u = std::log10(Num(p, "lr") / lr_opt), d = Num(p, "dropout") - 0.1;
-                       double loss = offset + 0.6 / std::sqrt(Num(p, "rank")) + 0.25 * u * u + d * d;
+                       double wd_opt = t == "attn" ? 1e-2 : t == "mlp" ? 1e-3 : 1e-4;
+                       double u = std::log10(Num(p, "lr") / lr_opt), v = std::log10(Num(p, "weight_decay") / wd_opt);
+                       double d = Num(p, "dropout") - 0.1;
+                       double loss = offset + 0.6 / std::sqrt(Num(p, "rank")) + u * u + 0.3 * v * v + 2 * d * d;
                        return Evaluation{{3.0 - loss, size * Num(p, "rank") / 64.0}, {}};
                      }, {true, false}});
   }

@@ -57,17 +57,19 @@ def dtlz2(p):
 # mixed: a LoRA-like trade-off between quality (maximised) and adapter size
 # (minimised). `target` picks where the adapter goes: wider targets cost
 # more size per rank and train to a lower loss, each with its own best
-# learning rate, so each choice owns a part of the front (attn for the
-# smallest adapters, mlp in the middle, all for the largest).
+# learning rate and weight decay, so each choice owns a part of the front
+# (attn for the smallest adapters, mlp in the middle, all for the largest)
+# and a good lr found for one choice is poor for the others.
 MIXED_OFFSET = {"attn": 0.15, "mlp": 0.05, "all": 0.0}
 MIXED_SIZE = {"attn": 1.0, "mlp": 2.0, "all": 4.0}
 MIXED_LR = {"attn": 3e-3, "mlp": 1e-3, "all": 3e-4}
+MIXED_WD = {"attn": 1e-2, "mlp": 1e-3, "all": 1e-4}
 
 
 def mixed(p):
     t = p["target"]
-    loss = (MIXED_OFFSET[t] + 0.6 / math.sqrt(p["rank"]) + 0.25 * math.log10(p["lr"] / MIXED_LR[t]) ** 2
-            + (p["dropout"] - 0.1) ** 2)
+    loss = (MIXED_OFFSET[t] + 0.6 / math.sqrt(p["rank"]) + math.log10(p["lr"] / MIXED_LR[t]) ** 2
+            + 0.3 * math.log10(p["weight_decay"] / MIXED_WD[t]) ** 2 + 2 * (p["dropout"] - 0.1) ** 2)
     return [3.0 - loss, MIXED_SIZE[t] * p["rank"] / 64.0], []
 
 
@@ -84,9 +86,10 @@ def srn(p):
 SUITE = {
     "zdt1": (_unit(6), zdt1, [False, False], [1.1, 4.0]),
     "zdt2": (_unit(6), zdt2, [False, False], [1.1, 5.0]),
-    "dtlz2": (_unit(6), dtlz2, [False, False, False], [1.5, 1.5, 1.5]),
+    "dtlz2": (_unit(6), dtlz2, [False, False, False], [1.2, 1.2, 1.2]),
     "mixed": ({"lr": ("float", 1e-5, 1e-1, True), "rank": ("int", 1, 64, True),
-               "dropout": ("float", 0.0, 0.5, False), "target": ("cat", ["attn", "mlp", "all"])},
+               "dropout": ("float", 0.0, 0.5, False), "target": ("cat", ["attn", "mlp", "all"]),
+               "weight_decay": ("float", 1e-6, 1e-1, True)},
               mixed, [True, False], [2.0, 4.0]),
     "srn": ({"x": ("float", -20.0, 20.0, False), "y": ("float", -20.0, 20.0, False)}, srn,
             [False, False], [250.0, 0.0]),
