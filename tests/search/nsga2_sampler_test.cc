@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -410,6 +411,31 @@ TEST_CASE("Nsga2Sampler: distributions are respected over a run", "[search][nsga
     h.push_back(std::move(t));
   }
   CHECK_FALSE(sampler.ParentPopulation(h, 15).empty());
+}
+
+TEST_CASE("Nsga2Sampler: one objective (Trial::value) works as Optuna's single-direction NSGA-II", "[search][nsga2]") {
+  SearchSpace space;
+  space["x"] = FloatDistribution{-5, 5, false, std::nullopt};
+  space["y"] = FloatDistribution{-5, 5, false, std::nullopt};
+  auto objective = [](const ParamMap& p) {
+    double x = std::get<double>(p.at("x")), y = std::get<double>(p.at("y"));
+    return x * x + y * y;
+  };
+  Nsga2Sampler sampler(Options(5, {}));
+  History h = testing::RunSequential(sampler, space, 4, 40, objective);
+  // Generation 8's parents are the 5 best so far (one objective: the
+  // fronts are the values in order).
+  std::vector<double> sorted;
+  for (const Trial& t : h) sorted.push_back(*t.value);
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int> parents = sampler.ParentPopulation(h, 8);
+  REQUIRE(parents.size() == 5);
+  for (int n : parents) CHECK(*h[static_cast<size_t>(n)].value <= sorted[4]);
+  // Resumed: a fresh sampler suggests what the running one does.
+  Nsga2Sampler fresh(Options(5, {}));
+  sampler.Reseed(TrialSeed(4, 40));
+  fresh.Reseed(TrialSeed(4, 40));
+  CHECK(SampleTrial(sampler, space, h) == SampleTrial(fresh, space, h));
 }
 
 TEST_CASE("Nsga2Sampler: sampling cost at 200, 2000 and 10000 trials", "[.bench][nsga2]") {
