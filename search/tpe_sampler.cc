@@ -34,8 +34,6 @@ bool SameDistribution(const Distribution& a, const Distribution& b) {
 
 }  // namespace
 
-int DefaultGamma(int n) { return std::min(static_cast<int>(std::ceil(0.1 * n)), 25); }
-
 std::vector<double> DefaultWeights(int n) {
   if (n <= 0) return {};
   if (n < 25) return std::vector<double>(n, 1.0);
@@ -48,8 +46,16 @@ std::vector<double> DefaultWeights(int n) {
   return w;
 }
 
+std::vector<double> BelowWeights(int n, bool multi_objective) {
+  // Optuna 5.0's _build_parzen_estimator (optuna/samplers/_tpe/sampler.py)
+  // gives l(x) of a multi-objective study np.ones(n_below).
+  if (multi_objective) return std::vector<double>(std::max(n, 0), 1.0);
+  return DefaultWeights(n);
+}
 
-TpeSampler::TpeSampler(const TpeSamplerOptions& options) : options_(options), rng_(options.seed) {}
+
+TpeSampler::TpeSampler(const TpeSamplerOptions& options)
+    : options_(options), rng_(options.seed), splitter_(options) {}
 
 void TpeSampler::Reseed(uint64_t seed) {
   rng_.seed(seed);
@@ -147,53 +153,7 @@ const TpeSampler::Ranking& TpeSampler::RankTrials(const History& history) {
   r.data = history.data();
   r.size = history.size();
   r.generation = generation_;
-  r.group.assign(history.size(), -1);
-  const double sign = options_.maximize ? -1.0 : 1.0;
-  // Rank key (Optuna's): completed trials by value, then pruned ones by
-  // (-last step, value at it), then running ones (the constant liar).
-  std::vector<Scored>& scored = scored_;
-  scored.clear();
-  int n = 0;
-  r.running = 0;
-  for (size_t i = 0; i < history.size(); ++i) {
-    const Trial& t = history[i];
-    Scored s{0, 0, t.number, static_cast<int>(i)};
-    if (t.state == TrialState::kCompleted) {
-      if (!t.value || std::isnan(*t.value)) continue;
-      s.step_key = -kInf;
-      s.value_key = sign * *t.value;
-      ++n;
-    } else if (t.state == TrialState::kPruned) {
-      if (!t.intermediate.empty()) {
-        auto last = std::prev(t.intermediate.end());
-        s.step_key = -static_cast<double>(last->first);
-        s.value_key = std::isnan(last->second) ? kInf : sign * last->second;
-      } else {
-        s.step_key = 1;
-        s.value_key = 0;
-      }
-      ++n;
-    } else if (options_.constant_liar &&
-               (t.state == TrialState::kRunning || t.state == TrialState::kPaused)) {
-      s.step_key = kInf;
-      s.value_key = kInf;
-      ++r.running;
-    } else {
-      continue;
-    }
-    scored.push_back(s);
-  }
-  r.n = n;
-  int n_below = options_.gamma ? static_cast<int>(std::ceil(*options_.gamma * n)) : DefaultGamma(n);
-  n_below = std::clamp(n_below, 0, static_cast<int>(scored.size()));
-  auto better = [](const Scored& a, const Scored& b) {
-    if (a.step_key != b.step_key) return a.step_key < b.step_key;
-    if (a.value_key != b.value_key) return a.value_key < b.value_key;
-    return a.number < b.number;
-  };
-  if (n_below > 0 && n_below < static_cast<int>(scored.size()))
-    std::nth_element(scored.begin(), scored.begin() + (n_below - 1), scored.end(), better);
-  for (int k = 0; k < static_cast<int>(scored.size()); ++k) r.group[scored[k].pos] = k < n_below;
+  splitter_.Split(history, &r.groups);
   return r;
 }
 
@@ -216,7 +176,7 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
         for (int j = 0; j < d; ++j) split->taken.push_back(columns[j]->values[i]);
   }
   const Ranking& rank = RankTrials(history);
-  if (rank.n < options_.n_startup_trials || rank.n == 0) return false;
+  if (rank.groups.n < options_.n_startup_trials || rank.groups.n == 0) return false;
 
   // Optuna splits all ranked trials, then drops those lacking a parameter.
   split->below.clear();
@@ -235,7 +195,7 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
   if (any_order) above_index.assign(history.size(), -1);
   int n_above = 0;
   for (size_t pos = 0; pos < history.size(); ++pos) {
-    const signed char g = rank.group[pos];
+    const signed char g = rank.groups.group[pos];
     if (g < 0 || !has_row(pos)) continue;
     auto& dst = g ? split->below : split->above;
     for (int j = 0; j < d; ++j) dst.push_back(columns[j]->coords[pos]);
@@ -253,18 +213,19 @@ bool TpeSampler::BuildSplit(const std::vector<std::string>& names,
       if (above_index[pos] >= 0) order.push_back(above_index[pos]);
   }
   // The weights depend only on the row count, and are only ever set here.
-  auto set_weights = [&](const std::vector<double>& rows, std::vector<double>* w) {
+  const bool multi = !options_.objectives_maximize.empty();
+  auto set_weights = [&](const std::vector<double>& rows, std::vector<double>* w, bool below) {
     const int n = static_cast<int>(rows.size()) / std::max(d, 1);
-    if (static_cast<int>(w->size()) != n) *w = DefaultWeights(n);
+    if (static_cast<int>(w->size()) != n) *w = below ? BelowWeights(n, multi) : DefaultWeights(n);
   };
-  set_weights(split->below, &split->below_weights);
-  set_weights(split->above, &split->above_weights);
+  set_weights(split->below, &split->below_weights, true);
+  set_weights(split->above, &split->above_weights, false);
   return true;
 }
 
 int TpeSampler::CandidateCount(const std::vector<const Distribution*>& dists) const {
   // ranking_ is the history's, as BuildSplit left it.
-  bool numerical = options_.n_ei_candidates_numerical > 0 && ranking_.running == 0;
+  bool numerical = options_.n_ei_candidates_numerical > 0 && ranking_.groups.running == 0;
   for (const Distribution* dist : dists)
     numerical = numerical && !std::holds_alternative<CategoricalDistribution>(*dist);
   return std::max(1, numerical ? options_.n_ei_candidates_numerical : options_.n_ei_candidates);

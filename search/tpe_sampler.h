@@ -7,7 +7,11 @@
 // one maximising log l(x) - log g(x) is suggested. Pruned trials rank after
 // completed ones, by (last step reached, value at that step); with
 // `constant_liar`, running trials count as the worst. Failed and stopped
-// trials are ignored.
+// trials are ignored. Trials that break a constraint (Trial::constraints)
+// rank after the pruned ones, by total violation. With several objectives
+// (options.objectives_maximize), completed trials rank by non-dominated
+// sorting with a hypervolume tie-break and l(x) weighs its trials equally,
+// as Optuna 5.0's multi-objective TPE. The split is search/tpe_split.h.
 //
 // Multivariate mode (the default, as in Optuna 5.0) models all parameters
 // jointly through RelativeSpace/SampleRelative; univariate mode
@@ -33,14 +37,16 @@
 #include "search/parzen_estimator.h"
 #include "search/sampler.h"
 #include "search/tpe_options.h"
+#include "search/tpe_split.h"  // DefaultGamma
 
 namespace tune {
 
-// Optuna's default_gamma: the size of the "below" group for n trials.
-int DefaultGamma(int n);
 // Optuna's default_weights: n ones, or for n > 25 a ramp from 1/n to 1 over
 // the n - 25 oldest trials followed by 25 ones (oldest first).
 std::vector<double> DefaultWeights(int n);
+// The weights of l(x)'s n trials (oldest first): DefaultWeights(n) with one
+// objective, n ones with several (Optuna 5.0's _build_parzen_estimator).
+std::vector<double> BelowWeights(int n, bool multi_objective);
 
 class TpeSampler : public Sampler {
  public:
@@ -110,19 +116,11 @@ class TpeSampler : public Sampler {
     std::vector<double> coords;  // estimator coordinates (log for log domains)
     std::vector<int> sorted;     // positions with a value, by (coord, position)
   };
-  // A trial's rank key for the below/above split.
-  struct Scored {
-    double step_key, value_key;
-    int number;
-    int pos;  // position in history
-  };
   struct Ranking {
     const Trial* data = nullptr;
     size_t size = 0;
     uint64_t generation = ~uint64_t{0};
-    int n = 0;                        // completed and pruned trials
-    int running = 0;                  // running and paused ones (the constant liar's)
-    std::vector<signed char> group;   // per position: 1 below, 0 above, -1 unused
+    TpeGroups groups;
   };
   Ranking ranking_;
   std::vector<TrialId> ids_;  // trial ids of the history the columns describe
@@ -134,8 +132,8 @@ class TpeSampler : public Sampler {
   TpeSamplerOptions options_;
   std::mt19937_64 rng_;
   std::map<std::string, Column> columns_;
+  TpeSplitter splitter_;
   // Scratch buffers reused across suggestions.
-  std::vector<Scored> scored_;
   Split split_;
   ParzenEstimator below_model_, above_model_;  // l(x) and g(x), refitted per suggestion
   std::vector<int> above_index_;
