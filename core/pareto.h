@@ -93,7 +93,9 @@ double Hypervolume(const std::vector<Losses>& points, const Losses& reference);
 // finite, or exactly subset_size distinct points, gives the first
 // subset_size distinct points in lexicographic order. `points` should be
 // one front (no point dominates another), as Optuna's callers pass: the 2-D
-// contribution update relies on it.
+// contribution update relies on it, and with dominated points (3-D and up)
+// the contributions left after the front is chosen are all 0, among which
+// Optuna's choice is rounding noise.
 std::vector<size_t> SolveHssp(const std::vector<Losses>& points, size_t subset_size, const Losses& reference);
 
 }  // namespace tune

@@ -7,9 +7,11 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "search/nsga2_sampler.h"
@@ -139,6 +141,35 @@ TEST_CASE("Nsga2Sampler: generations and parent populations of the table", "[sea
     c[4].constraints = {0.1};
     CHECK(sampler.ParentPopulation(c, 1) == std::vector<int>{0, 1, 2, 3});
     CHECK(sampler.ParentPopulation(c, 2) == std::vector<int>{1, 2, 3, 5});
+  }
+}
+
+TEST_CASE("Nsga2Sampler: parent populations match Optuna 5.0.0's NSGAIISampler", "[search][nsga2][golden]") {
+  // golden/nsga2_golden_optuna5.json (made by golden/make_nsga2_golden.py):
+  // random histories full of ties, random directions, constraints in half.
+  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/tests/search/golden/nsga2_golden_optuna5.json");
+  REQUIRE(in.good());
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  REQUIRE(golden["cases"].size() >= 50);
+  int index = 0;
+  for (const auto& c : golden["cases"]) {
+    INFO("case " << index++);
+    Nsga2SamplerOptions o;
+    o.population_size = c["population_size"].get<int>();
+    o.maximize = c["maximize"].get<std::vector<bool>>();
+    auto values = c["values"].get<std::vector<std::vector<double>>>();
+    auto constraints = c["constraints"].get<std::vector<std::vector<double>>>();
+    History h;
+    for (size_t i = 0; i < values.size(); ++i) {
+      Trial t = MakeTrial(static_cast<int>(i), TrialState::kCompleted, {});
+      t.values = values[i];
+      if (!constraints.empty()) t.constraints = constraints[i];
+      h.push_back(t);
+    }
+    Nsga2Sampler sampler(o);
+    auto parents = c["parents"].get<std::vector<std::vector<int>>>();
+    for (size_t g = 0; g < parents.size(); ++g)
+      CHECK(sampler.ParentPopulation(h, static_cast<int>(g) + 1) == parents[g]);
   }
 }
 
