@@ -32,14 +32,15 @@ bool Dominates(const Losses& a, const Losses& b);
 // `violation_a`/`violation_b` the summed positive constraint values (0 when
 // feasible), a feasible point dominates an infeasible one, two infeasible
 // points compare by violation (smaller dominates), two feasible ones by
-// Dominates.
+// Dominates. A NaN violation is infeasible and counts as +infinity (Optuna
+// refuses NaN constraints).
 bool ConstrainedDominates(const Losses& a, double violation_a, const Losses& b, double violation_b);
 
 // Non-dominated sorting (Optuna's _fast_non_domination_rank): rank 0 for
 // the Pareto front, 1 for the front of what is left, and so on. With
 // `violations` (one per point, or empty for none), feasible points (0) are
 // ranked first as above and infeasible ones after them by increasing
-// violation (equal violations share a rank). With n_below >= 0 ranking may
+// violation (equal violations share a rank). With n_below > 0 ranking may
 // stop once at least n_below distinct points have a rank (Optuna counts
 // distinct points; n_below <= 0: no limit); the rest then get (the last
 // rank given) + 1. With violations, n_below counts the feasible points
