@@ -10,6 +10,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Optuna's EPS in optuna/samplers/_tpe/sampler.py.
 constexpr double kEps = 1e-12;
+// The step key of an infeasible trial: after every pruned one (-step is
+// finite), before the running ones (+infinity).
+constexpr double kInfeasible = std::numeric_limits<double>::max();
 
 }  // namespace
 
@@ -56,9 +59,12 @@ void TpeSplitter::Split(const History& history, TpeGroups* groups) {
   // Optuna's _split_trials: running trials first (their constraints are not
   // known yet), then infeasible ones whatever their state, then completed
   // and pruned ones.
+  // Rank keys (step_key, value_key, number), the tiers told apart by
+  // step_key: completed -inf, pruned -(deepest step) or 1, infeasible the
+  // largest finite double, running +inf.
   for (size_t i = 0; i < history.size(); ++i) {
     const Trial& t = history[i];
-    Scored s{0, 0, 0, t.number, static_cast<int>(i)};
+    Scored s{0, 0, t.number, static_cast<int>(i)};
     if (t.state == TrialState::kCompleted) {
       if (multi) {
         if (t.values.size() != objectives_maximize_.size()) continue;
@@ -69,7 +75,8 @@ void TpeSplitter::Split(const History& history, TpeGroups* groups) {
       }
       ++n;
       if (const double violation = ConstraintViolation(t); violation > 0) {
-        s = Scored{2, 0, violation, t.number, static_cast<int>(i)};
+        s.step_key = kInfeasible;
+        s.value_key = violation;
       } else if (multi) {
         mo_pos_.push_back(static_cast<int>(i));
         mo_losses_.push_back(ToLosses(t.values, objectives_maximize_));
@@ -81,22 +88,21 @@ void TpeSplitter::Split(const History& history, TpeGroups* groups) {
     } else if (t.state == TrialState::kPruned) {
       ++n;
       if (const double violation = ConstraintViolation(t); violation > 0) {
-        s = Scored{2, 0, violation, t.number, static_cast<int>(i)};
+        s.step_key = kInfeasible;
+        s.value_key = violation;
+      } else if (!t.intermediate.empty()) {
+        auto last = std::prev(t.intermediate.end());
+        s.step_key = -static_cast<double>(last->first);
+        // Several objectives: the step only (see the header).
+        s.value_key = multi ? 0 : std::isnan(last->second) ? kInf : sign * last->second;
       } else {
-        s.tier = 1;
-        if (!t.intermediate.empty()) {
-          auto last = std::prev(t.intermediate.end());
-          s.step_key = -static_cast<double>(last->first);
-          // Several objectives: the step only (see the header).
-          s.value_key = multi ? 0 : std::isnan(last->second) ? kInf : sign * last->second;
-        } else {
-          s.step_key = 1;
-          s.value_key = 0;
-        }
+        s.step_key = 1;
+        s.value_key = 0;
       }
     } else if (constant_liar_ &&
                (t.state == TrialState::kRunning || t.state == TrialState::kPaused)) {
-      s = Scored{3, kInf, kInf, t.number, static_cast<int>(i)};
+      s.step_key = kInf;
+      s.value_key = kInf;
       ++groups->running;
     } else {
       continue;
@@ -114,7 +120,6 @@ void TpeSplitter::Split(const History& history, TpeGroups* groups) {
   }
   n_below = std::min(n_below, static_cast<int>(scored.size()));
   auto better = [](const Scored& a, const Scored& b) {
-    if (a.tier != b.tier) return a.tier < b.tier;
     if (a.step_key != b.step_key) return a.step_key < b.step_key;
     if (a.value_key != b.value_key) return a.value_key < b.value_key;
     return a.number < b.number;

@@ -73,9 +73,8 @@ class TpeSplitter {
   void Split(const History& history, TpeGroups* groups);
 
  private:
-  // Rank key of a trial split by sorting: (tier, step_key, value_key, number).
+  // Rank key of a trial split by sorting: (step_key, value_key, number).
   struct Scored {
-    int tier;  // 0 completed, 1 pruned, 2 infeasible, 3 running
     double step_key, value_key;
     int number;
     int pos;  // position in the history
