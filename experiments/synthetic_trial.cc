@@ -3,13 +3,19 @@
 //
 //   synthetic_trial [--lr F] [--lora-r N] [--dropout F] [--optimizer adam|adamw|sgd]
 //                   [--steps N] [--report-every N] [--sleep-ms N] [--seed N]
-//                   [--fail-at STEP] [--exit-code N] [--json]
+//                   [--fail-at STEP] [--exit-code N] [--json] [--costs]
 //
 // The curve is  eval_loss(t) = final + a * exp(-t / tau) + noise, where
 // final is smallest at lr = 3e-4, lora_r = 16, dropout = 0.1 (optimizer
 // offsets as the TPE benchmark's), and tau grows as lr shrinks, so small
 // learning rates converge late. Only RANK 0 prints metrics (docs/architecture.md, section 4.4);
 // other ranks just sleep through the same steps.
+//
+// --costs adds what a LoRA run trades its loss against, for multi-objective
+// experiments: adapter_mb (0.25 per unit of rank), peak_mem_gb (6 + 0.08 per
+// unit of rank) and tokens_per_s (2000 / (1 + 0.02 rank)); they depend on
+// the rank only, so the Pareto front of eval_loss against adapter_mb is the
+// best loss at each rank.
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,7 +73,7 @@ int main(int argc, char** argv) {
   double lr = 1e-3, dropout = 0.1;
   long lora_r = 8, steps = 100, report_every = 10, sleep_ms = 0, seed = 0, fail_at = -1, exit_code = 0;
   std::string optimizer = "adamw";
-  bool json = false;
+  bool json = false, costs = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -85,6 +91,7 @@ int main(int argc, char** argv) {
     else if (a == "--fail-at") fail_at = std::lround(ParseDouble("--fail-at", next()));
     else if (a == "--exit-code") exit_code = std::lround(ParseDouble("--exit-code", next()));
     else if (a == "--json") json = true;
+    else if (a == "--costs") costs = true;
     else Usage(("unknown argument " + a).c_str());
   }
   if (lr <= 0 || lora_r <= 0 || steps <= 0 || report_every <= 0) Usage("lr, lora-r, steps, report-every must be > 0");
@@ -114,8 +121,15 @@ int main(int argc, char** argv) {
     double train = final_loss * 0.95 + 2.0 * std::exp(-static_cast<double>(t) / tau) + noise(rng);
     double eval = final_loss + 2.0 * std::exp(-static_cast<double>(t) / tau) + noise(rng);
     if (rank != 0) continue;
-    if (json) std::printf("{\"step\": %ld, \"train_loss\": %.6f, \"eval_loss\": %.6f}\n", t, train, eval);
-    else std::printf("step=%ld train_loss=%.6f eval_loss=%.6f\n", t, train, eval);
+    const double r = static_cast<double>(lora_r);
+    char extra[160] = "";
+    if (costs) {
+      std::snprintf(extra, sizeof extra, json ? ", \"adapter_mb\": %.4f, \"peak_mem_gb\": %.4f, \"tokens_per_s\": %.3f"
+                                              : " adapter_mb=%.4f peak_mem_gb=%.4f tokens_per_s=%.3f",
+                    0.25 * r, 6 + 0.08 * r, 2000 / (1 + 0.02 * r));
+    }
+    if (json) std::printf("{\"step\": %ld, \"train_loss\": %.6f, \"eval_loss\": %.6f%s}\n", t, train, eval, extra);
+    else std::printf("step=%ld train_loss=%.6f eval_loss=%.6f%s\n", t, train, eval, extra);
     g_last_report_ns = MonotonicNs();
   }
   return static_cast<int>(exit_code);

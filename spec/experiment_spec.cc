@@ -4,7 +4,10 @@
 // experiment_spec_trial.cc.
 #include "spec/experiment_spec.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -39,6 +42,7 @@ const std::vector<std::string> kTpeKeys = {
     "parzen_rules",     "n_ei_candidates_numerical", "independent_choices"};
 
 const std::vector<std::string> kGpKeys = {"n_startup_trials", "deterministic_objective"};
+const std::vector<std::string> kNsga2Keys = {"population_size", "mutation_prob", "crossover_prob", "swapping_prob"};
 
 bool NoSpace(const std::string& s) {
   return !s.empty() && spec_internal::Matches(s, "[^\\s=,]+");
@@ -166,10 +170,16 @@ Status ParseName(const ObjectReader& top, std::string* out) {
                     "a letter or digit");
 }
 
-Status ParseObjective(const Reader& r, const Json* v, ObjectiveSpec* out) {
-  if (!v) return r.Missing("objective", "an object such as {\"metric\": \"eval_loss\", \"mode\": \"min\"}");
-  TUNE_ASSIGN_OR_RETURN(ObjectReader o, ObjectReader::Make(r, *v, "objective"));
-  TUNE_RETURN_IF_ERROR(o.AllowOnly({"metric", "mode", "goal", "scope"}));
+Status ParseOneObjective(const Reader& r, const Json& v, const std::string& path, bool in_list,
+                         ObjectiveSpec* out) {
+  TUNE_ASSIGN_OR_RETURN(ObjectReader o, ObjectReader::Make(r, v, path));
+  // A goal stops the experiment once one trial reaches it: with several
+  // objectives no one trial is "the best", so the list form has none.
+  if (in_list) {
+    TUNE_RETURN_IF_ERROR(o.AllowOnly({"metric", "mode", "scope", "ref"}, "in a list of objectives"));
+  } else {
+    TUNE_RETURN_IF_ERROR(o.AllowOnly({"metric", "mode", "goal", "scope"}));
+  }
   TUNE_RETURN_IF_ERROR(o.String("metric", &out->metric, Need::kRequired));
   TUNE_RETURN_IF_ERROR(o.Expect(NoSpace(out->metric), "metric",
                                 "a metric name without spaces, '=' or ','"));
@@ -181,8 +191,115 @@ Status ParseObjective(const Reader& r, const Json* v, ObjectiveSpec* out) {
     TUNE_RETURN_IF_ERROR(o.Double("goal", &goal));
     out->goal = goal;
   }
+  if (o.Has("ref")) {
+    double ref = 0;
+    TUNE_RETURN_IF_ERROR(o.Double("ref", &ref));
+    out->ref = ref;
+  }
   TUNE_RETURN_IF_ERROR(o.Enum("scope", {"last", "best"}, &scope));
   out->scope = scope == "last" ? Scope::kLast : Scope::kBest;
+  return Status::Ok();
+}
+
+// `objective`: one object, or a list of 2 to 4 with distinct metrics.
+Status ParseObjectives(const Reader& r, const Json* v, std::vector<ObjectiveSpec>* out) {
+  if (!v) {
+    return r.Missing("objective", "an object such as {\"metric\": \"eval_loss\", \"mode\": \"min\"}, or a "
+                                  "list of 2 to 4 of them");
+  }
+  if (!v->is_array()) {
+    out->assign(1, ObjectiveSpec{});
+    return ParseOneObjective(r, *v, "objective", false, &out->front());
+  }
+  if (v->size() < 2 || v->size() > 4) {
+    return r.FailValue("objective",
+                       "an object, or a list of 2 to 4 objectives (one objective is written as an object)", *v);
+  }
+  out->assign(v->size(), ObjectiveSpec{});
+  for (size_t i = 0; i < v->size(); ++i) {
+    const std::string path = "objective[" + std::to_string(i) + "]";
+    TUNE_RETURN_IF_ERROR(ParseOneObjective(r, (*v)[i], path, true, &(*out)[i]));
+    for (size_t j = 0; j < i; ++j) {
+      if ((*out)[j].metric == (*out)[i].metric) {
+        return r.Fail(path + ".metric", "a metric no other objective names",
+                      Quote((*out)[i].metric) + " (also objective[" + std::to_string(j) + "])");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// `constraints`: a list of {"metric", "min"?, "max"?}, each with a bound.
+Status ParseConstraints(const Reader& r, const Json* v, std::vector<ConstraintSpec>* out) {
+  if (!v) return Status::Ok();
+  if (!v->is_array() || v->size() > 16) {
+    return r.FailValue("constraints", "a list of at most 16 {\"metric\", \"min\", \"max\"} objects", *v);
+  }
+  for (size_t i = 0; i < v->size(); ++i) {
+    const std::string path = "constraints[" + std::to_string(i) + "]";
+    TUNE_ASSIGN_OR_RETURN(ObjectReader c, ObjectReader::Make(r, (*v)[i], path));
+    TUNE_RETURN_IF_ERROR(c.AllowOnly({"metric", "min", "max"}));
+    ConstraintSpec spec;
+    TUNE_RETURN_IF_ERROR(c.String("metric", &spec.metric, Need::kRequired));
+    TUNE_RETURN_IF_ERROR(c.Expect(NoSpace(spec.metric), "metric", "a metric name without spaces, '=' or ','"));
+    for (const char* bound : {"min", "max"}) {
+      if (!c.Has(bound)) continue;
+      double x = 0;
+      TUNE_RETURN_IF_ERROR(c.Double(bound, &x));
+      (std::string(bound) == "min" ? spec.min : spec.max) = x;
+    }
+    if (!spec.min && !spec.max) return r.Missing(path + ".max", "a bound: \"max\", \"min\" or both");
+    if (spec.min && spec.max) {
+      TUNE_RETURN_IF_ERROR(c.Expect(*spec.min <= *spec.max, "min", "a number at most max"));
+    }
+    out->push_back(spec);
+  }
+  return Status::Ok();
+}
+
+// The objective early stopping ranks on, and what a multi-objective
+// experiment refuses (docs/experiment.md, "Several objectives").
+Status CheckObjectives(const Reader& r, ExperimentSpec* spec) {
+  const SchedulerSpec& s = spec->scheduler;
+  const bool ranks = s.type == "asha" || s.type == "median" || s.type == "pbt";
+  auto named = std::find_if(spec->objectives.begin(), spec->objectives.end(),
+                            [&](const ObjectiveSpec& o) { return o.metric == s.metric; });
+  if (!s.metric.empty() && named == spec->objectives.end()) {
+    std::string names;
+    for (const ObjectiveSpec& o : spec->objectives) names += (names.empty() ? "" : ", ") + Quote(o.metric);
+    return r.Fail("scheduler.metric", "the metric of an objective (" + names + ")", Quote(s.metric));
+  }
+  if (IsMultiObjective(*spec)) {
+    if (ranks && s.metric.empty()) {
+      return r.Missing("scheduler.metric", "the objective that " + s.type +
+                                               " ranks trials on: early stopping compares trials on one "
+                                               "objective, so with several objectives name one of them");
+    }
+    if (spec->search.algorithm == "gp") {
+      return r.Fail("search.algorithm", "\"random\", \"tpe\", \"nsga2\" or \"grid\" with several objectives "
+                                        "(the Gaussian-process sampler models one objective)",
+                    "\"gp\"");
+    }
+  }
+  if (!IsMultiObjective(*spec) && spec->search.algorithm == "nsga2") {
+    return r.Fail("search.algorithm", "\"tpe\", \"gp\", \"random\" or \"grid\" for one objective (NSGA-II "
+                                      "ranks trials on several objectives; give \"objective\" as a list)",
+                  "\"nsga2\"");
+  }
+  spec->objective = named != spec->objectives.end() ? *named : spec->objectives.front();
+  for (const ObjectiveSpec& o : spec->objectives) {
+    if (o.metric == s.time_attr) {
+      return r.Fail("scheduler.time_attr",
+                    IsMultiObjective(*spec) ? "a metric that no objective names" : "a metric other than objective.metric",
+                    Quote(s.time_attr));
+    }
+  }
+  for (size_t i = 0; i < spec->constraints.size(); ++i) {
+    if (spec->constraints[i].metric == s.time_attr) {
+      return r.Fail("constraints[" + std::to_string(i) + "].metric", "a metric other than scheduler.time_attr",
+                    Quote(s.time_attr));
+    }
+  }
   return Status::Ok();
 }
 
@@ -222,15 +339,34 @@ Status ParseGp(const ObjectReader& s, GpOptions* gp) {
   return s.Bool("deterministic_objective", &gp->deterministic_objective);
 }
 
+Status ParseNsga2(const ObjectReader& s, Nsga2Options* o) {
+  TUNE_RETURN_IF_ERROR(s.Int("population_size", &o->population_size));
+  // Optuna's NSGAIISampler needs two parents per child.
+  TUNE_RETURN_IF_ERROR(s.Expect(o->population_size >= 2, "population_size", "an integer of at least 2"));
+  for (const char* key : {"crossover_prob", "swapping_prob"}) {
+    double* p = std::string(key) == "crossover_prob" ? &o->crossover_prob : &o->swapping_prob;
+    TUNE_RETURN_IF_ERROR(s.Double(key, p));
+    TUNE_RETURN_IF_ERROR(s.Expect(*p >= 0 && *p <= 1, key, "a probability from 0 to 1"));
+  }
+  if (s.Has("mutation_prob")) {
+    double p = 0;
+    TUNE_RETURN_IF_ERROR(s.Double("mutation_prob", &p));
+    TUNE_RETURN_IF_ERROR(s.Expect(p >= 0 && p <= 1, "mutation_prob", "a probability from 0 to 1"));
+    o->mutation_prob = p;
+  }
+  return Status::Ok();
+}
+
 Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, SearchOptions* out) {
   if (!v) return Status::Ok();
   TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "search"));
-  TUNE_RETURN_IF_ERROR(s.Enum("algorithm", {"random", "tpe", "gp", "grid"}, &out->algorithm));
+  TUNE_RETURN_IF_ERROR(s.Enum("algorithm", {"random", "tpe", "gp", "nsga2", "grid"}, &out->algorithm));
   std::vector<std::string> keys = {"algorithm", "seed"};
   // Grid search tries every point of the grid once; nothing to put first.
   if (out->algorithm != "grid") keys.push_back("points_to_evaluate");
   if (out->algorithm == "tpe") keys.insert(keys.end(), kTpeKeys.begin(), kTpeKeys.end());
   if (out->algorithm == "gp") keys.insert(keys.end(), kGpKeys.begin(), kGpKeys.end());
+  if (out->algorithm == "nsga2") keys.insert(keys.end(), kNsga2Keys.begin(), kNsga2Keys.end());
   TUNE_RETURN_IF_ERROR(s.AllowOnly(keys, "for algorithm " + Quote(out->algorithm)));
   if (const Json* seed = s.Find("seed")) {
     // Within int64, so that the seed fits the database's INTEGER.
@@ -247,6 +383,7 @@ Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, Se
   }
   if (out->algorithm == "tpe") return ParseTpe(s, &out->tpe);
   if (out->algorithm == "gp") return ParseGp(s, &out->gp);
+  if (out->algorithm == "nsga2") return ParseNsga2(s, &out->nsga2);
   return Status::Ok();
 }
 
@@ -256,13 +393,14 @@ Status ParseScheduler(const Reader& r, const Json* v, SchedulerSpec* out) {
   TUNE_RETURN_IF_ERROR(s.Enum("type", {"fifo", "asha", "median", "replay", "pbt"}, &out->type));
   const std::string context = "for type " + Quote(out->type);
   TUNE_RETURN_IF_ERROR(s.String("time_attr", &out->time_attr));
+  TUNE_RETURN_IF_ERROR(s.String("metric", &out->metric));
   if (out->type == "fifo") {
     TUNE_RETURN_IF_ERROR(s.AllowOnly({"type", "time_attr"}, context));
   } else if (out->type == "pbt") {  // hyperparam_mutations: ParsePbtMutations
     TUNE_RETURN_IF_ERROR(spec_internal::ParsePbtKeys(s, out));
   } else if (out->type == "asha") {
     TUNE_RETURN_IF_ERROR(s.AllowOnly(
-        {"type", "time_attr", "max_t", "grace_period", "reduction_factor", "brackets"}, context));
+        {"type", "time_attr", "metric", "max_t", "grace_period", "reduction_factor", "brackets"}, context));
     TUNE_RETURN_IF_ERROR(s.Int("max_t", &out->max_t));
     TUNE_RETURN_IF_ERROR(s.Expect(out->max_t >= 1, "max_t", "an integer of at least 1"));
     TUNE_RETURN_IF_ERROR(s.Int("grace_period", &out->grace_period));
@@ -280,7 +418,7 @@ Status ParseScheduler(const Reader& r, const Json* v, SchedulerSpec* out) {
     TUNE_RETURN_IF_ERROR(s.Expect(out->max_t >= 1, "max_t", "an integer of at least 1"));
   } else {
     TUNE_RETURN_IF_ERROR(s.AllowOnly(
-        {"type", "time_attr", "grace_period", "min_samples_required", "hard_stop"}, context));
+        {"type", "time_attr", "metric", "grace_period", "min_samples_required", "hard_stop"}, context));
     out->grace_period = 60;  // Ray's MedianStoppingRule default
     TUNE_RETURN_IF_ERROR(s.Int("grace_period", &out->grace_period));
     TUNE_RETURN_IF_ERROR(s.Expect(out->grace_period >= 0, "grace_period", "an integer of at least 0"));
@@ -408,14 +546,15 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   Reader r(path.empty() ? "experiment.json" : path);
   TUNE_ASSIGN_OR_RETURN(Json doc, ParseJson(r, text));
   TUNE_ASSIGN_OR_RETURN(ObjectReader top, ObjectReader::Make(r, doc, "", "a JSON object"));
-  TUNE_RETURN_IF_ERROR(top.AllowOnly({"name", "objective", "parameters", "search", "scheduler",
+  TUNE_RETURN_IF_ERROR(top.AllowOnly({"name", "objective", "constraints", "parameters", "search", "scheduler",
                                       "limits", "trial", "backend", "tracking", "storage"}));
   ExperimentSpec spec;
   spec.source_path = path;
   spec.base_dir = BaseDir(path);
   spec.json = text;
   TUNE_RETURN_IF_ERROR(ParseName(top, &spec.name));
-  TUNE_RETURN_IF_ERROR(ParseObjective(r, top.Find("objective"), &spec.objective));
+  TUNE_RETURN_IF_ERROR(ParseObjectives(r, top.Find("objective"), &spec.objectives));
+  TUNE_RETURN_IF_ERROR(ParseConstraints(r, top.Find("constraints"), &spec.constraints));
   const Json* params = top.Find("parameters");
   if (!params) return r.Missing("parameters", "an object with at least one parameter");
   TUNE_RETURN_IF_ERROR(spec_internal::ParseParameters(r, *params, &spec.parameters));
@@ -423,10 +562,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   TUNE_RETURN_IF_ERROR(ParseScheduler(r, top.Find("scheduler"), &spec.scheduler));
   TUNE_RETURN_IF_ERROR(ParseReplaySchedule(r, top.Find("scheduler"), spec.parameters, &spec.scheduler));
   TUNE_RETURN_IF_ERROR(spec_internal::ParsePbtMutations(r, top.Find("scheduler"), spec.parameters, &spec.scheduler));
-  if (spec.scheduler.time_attr == spec.objective.metric) {
-    return r.Fail("scheduler.time_attr", "a metric other than objective.metric",
-                  Quote(spec.scheduler.time_attr));
-  }
+  TUNE_RETURN_IF_ERROR(CheckObjectives(r, &spec));
   bool max_trials_given = false;
   TUNE_RETURN_IF_ERROR(ParseLimits(r, top.Find("limits"), &spec.limits, &max_trials_given));
   TUNE_ASSIGN_OR_RETURN(int64_t grid_size, GridSize(r, spec));
@@ -456,6 +592,14 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   return spec;
 }
 
+double ConstraintValue(const ConstraintSpec& c, double value) {
+  if (std::isnan(value)) return value;
+  double violation = -std::numeric_limits<double>::infinity();
+  if (c.max) violation = std::max(violation, value - *c.max);
+  if (c.min) violation = std::max(violation, *c.min - value);
+  return violation;
+}
+
 Result<ExperimentSpec> LoadExperimentSpec(const std::string& path) {
   TUNE_ASSIGN_OR_RETURN(std::string text, ReadFileCapped(path, kMaxExperimentJsonBytes));
   return ParseExperimentSpec(text, path);
@@ -474,7 +618,8 @@ Result<std::vector<std::string>> CheckResumable(const ExperimentSpec& spec, cons
   }
   std::vector<std::string> changed;
   for (const char* key :
-       {"objective", "parameters", "search", "scheduler", "limits", "trial", "backend", "tracking", "storage"}) {
+       {"objective", "constraints", "parameters", "search", "scheduler", "limits", "trial", "backend", "tracking",
+        "storage"}) {
     const Json none;
     const Json& a = stored.contains(key) ? stored[key] : none;
     const Json& b = given.contains(key) ? given[key] : none;

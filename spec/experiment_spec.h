@@ -25,6 +25,16 @@ struct ObjectiveSpec {
   Mode mode = Mode::kMin;
   std::optional<double> goal;
   Scope scope = Scope::kLast;
+  // Multi-objective: this objective's coordinate of the hypervolume's
+  // reference point; unset: the worst feasible value seen.
+  std::optional<double> ref;
+};
+
+// An entry of `constraints` (Optuna's constraints_func): a completed trial
+// whose metric lies outside [min, max] is infeasible.
+struct ConstraintSpec {
+  std::string metric;
+  std::optional<double> min, max;  // at least one is set
 };
 
 // Optuna's TPESampler names and defaults.
@@ -56,12 +66,21 @@ struct GpOptions {
   bool deterministic_objective = false;
 };
 
+// Optuna's NSGAIISampler names and defaults (search/nsga2_options.h).
+struct Nsga2Options {
+  int population_size = 50;
+  std::optional<double> mutation_prob;  // unset: 1 / number of parameters
+  double crossover_prob = 0.9;
+  double swapping_prob = 0.5;
+};
+
 struct SearchOptions {
-  std::string algorithm = "random";  // random | tpe | gp | grid
+  std::string algorithm = "random";  // random | tpe | gp | nsga2 | grid
   uint64_t seed = 0;                 // 0 if absent: a seed is drawn and stored
   bool seed_given = false;
   TpeOptions tpe;
   GpOptions gp;
+  Nsga2Options nsga2;
   // Configurations to try first, in order (Ray's points_to_evaluate,
   // Optuna's enqueue_trial): trial i < size() takes point i's values; the
   // parameters a point leaves out are sampled (or come from the grid) as
@@ -72,6 +91,9 @@ struct SearchOptions {
 struct SchedulerSpec {
   std::string type = "fifo";  // fifo | asha | median | pbt
   std::string time_attr = "step";
+  // The objective early stopping ranks on (asha, median, pbt): required
+  // when there are several objectives, else the objective's metric.
+  std::string metric;
   // pbt (Ray's PopulationBasedTraining defaults, but perturbation_interval
   // counts time_attr steps); max_t is shared with asha, required for pbt.
   int64_t perturbation_interval = 20;
@@ -173,7 +195,14 @@ struct ExperimentSpec {
   std::string source_path;  // the experiment.json it came from
   std::string base_dir;     // directory of source_path (relative paths)
   std::string json;         // the original text, stored in the database
+  // The objective that early stopping ranks on and Trial::value holds: the
+  // only one, or in a multi-objective experiment scheduler.metric's (else
+  // the first of the list).
   ObjectiveSpec objective;
+  // Every objective in the order written: one for the object form, 2 to 4
+  // for the list form (a multi-objective experiment; IsMultiObjective).
+  std::vector<ObjectiveSpec> objectives;
+  std::vector<ConstraintSpec> constraints;
   SearchSpace parameters;
   SearchOptions search;
   SchedulerSpec scheduler;
@@ -184,6 +213,18 @@ struct ExperimentSpec {
   std::string storage_path;  // empty: ./tune.db
   std::string storage_url;   // storage.url: a postgresql:// database instead
 };
+
+// True when `objective` is a list of 2 to 4 (Trial::values is then filled).
+inline bool IsMultiObjective(const ExperimentSpec& spec) { return spec.objectives.size() > 1; }
+// Trial::values and Trial::constraints are filled (a list of objectives, or
+// constraints).
+inline bool HasTrialValues(const ExperimentSpec& spec) {
+  return IsMultiObjective(spec) || !spec.constraints.empty();
+}
+// The constraint value of `metric`'s `value` under `c`, in Optuna's
+// convention: <= 0 satisfied, above 0 by how much it is violated; NaN stays
+// NaN (violated).
+double ConstraintValue(const ConstraintSpec& c, double value);
 
 // Parses and validates experiment.json text. `path` is used in messages and
 // to resolve relative paths. Errors are InvalidArgument with one sentence:

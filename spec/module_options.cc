@@ -18,6 +18,21 @@ TpeSamplerOptions TpeSamplerOptionsFrom(const ExperimentSpec& spec) {
   o.constant_liar = t.constant_liar;
   o.parzen_rules = t.parzen_rules == "optuna3" ? ParzenRules::kOptuna3 : ParzenRules::kOptuna5;
   o.maximize = spec.objective.mode == Mode::kMax;
+  if (IsMultiObjective(spec)) {
+    for (const ObjectiveSpec& obj : spec.objectives) o.objectives_maximize.push_back(obj.mode == Mode::kMax);
+  }
+  o.seed = spec.search.seed;
+  return o;
+}
+
+Nsga2SamplerOptions Nsga2SamplerOptionsFrom(const ExperimentSpec& spec) {
+  const Nsga2Options& n = spec.search.nsga2;
+  Nsga2SamplerOptions o;
+  o.population_size = n.population_size;
+  o.mutation_prob = n.mutation_prob;
+  o.crossover_prob = n.crossover_prob;
+  o.swapping_prob = n.swapping_prob;
+  for (const ObjectiveSpec& obj : spec.objectives) o.maximize.push_back(obj.mode == Mode::kMax);
   o.seed = spec.search.seed;
   return o;
 }

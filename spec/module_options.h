@@ -14,13 +14,18 @@
 #include "schedulers/median_stopping_options.h"
 #include "schedulers/pbt_options.h"
 #include "search/gp_options.h"
+#include "search/nsga2_options.h"
 #include "search/tpe_options.h"
 #include "spec/experiment_spec.h"
 
 namespace tune {
 
-// search.tpe, the objective's direction and search.seed.
+// search.tpe, the objective's direction (every objective's, when there are
+// several) and search.seed.
 TpeSamplerOptions TpeSamplerOptionsFrom(const ExperimentSpec& spec);
+
+// search.nsga2 keys, every objective's direction and search.seed.
+Nsga2SamplerOptions Nsga2SamplerOptionsFrom(const ExperimentSpec& spec);
 
 // search.gp, the objective's direction and search.seed.
 GpSamplerOptions GpSamplerOptionsFrom(const ExperimentSpec& spec);

@@ -176,6 +176,11 @@ const std::vector<TableCopy>& Tables() {
        "after_report_id, time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
        "iiiiittir",
        {"exploits", "trials", "", "trials", "", "", "", "reports", ""}},
+      {"SELECT v.trial_id, v.kind, v.position, v.value FROM trial_values v JOIN trials t ON t.id = v.trial_id "
+       "WHERE t.experiment_id = $1 ORDER BY v.trial_id, v.kind, v.position",
+       "INSERT INTO trial_values (trial_id, kind, position, value) VALUES ($1, $2, $3, $4)",
+       "itir",
+       {"trials", "", "", ""}},
   };
   return tables;
 }

@@ -120,11 +120,21 @@ CREATE TABLE exploits (
 CREATE INDEX exploits_by_trial ON exploits (trial_id);
 )sql";
 
+constexpr const char kV6ToV7[] = R"sql(
+CREATE TABLE trial_values (
+  trial_id  BIGINT  NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  kind      TEXT    NOT NULL CHECK (kind IN ('objective', 'constraint')),
+  position  BIGINT  NOT NULL,
+  value     DOUBLE PRECISION,
+  PRIMARY KEY (trial_id, kind, position)
+);
+)sql";
+
 }  // namespace
 
 const std::vector<PostgresMigration>& PostgresMigrations() {
-  static const std::vector<PostgresMigration> migrations = {{0, 6, kCreateV6}};
-  static_assert(kSchemaVersion == 6, "add a PostgreSQL migration for the new SQLite schema version");
+  static const std::vector<PostgresMigration> migrations = {{0, 6, kCreateV6}, {6, 7, kV6ToV7}};
+  static_assert(kSchemaVersion == 7, "add a PostgreSQL migration for the new SQLite schema version");
   return migrations;
 }
 

@@ -397,7 +397,12 @@ class PostgresStorage final : public Storage {
   Status RecordExploit(TrialId t, int64_t step, TrialId donor, int64_t donor_step, const ParamMap& after) override;
   Result<std::vector<StoredExploit>> ListExploits(ExperimentId e) override;
   Status FinishTrial(TrialId t, TrialState state, std::optional<double> value, std::optional<int64_t> pruned_rung,
-                     const std::string& message) override;
+                     const std::string& message) override {
+    return FinishTrialWithValues(t, state, value, {}, {}, pruned_rung, message);
+  }
+  Status FinishTrialWithValues(TrialId t, TrialState state, std::optional<double> value,
+                               const std::vector<double>& values, const std::vector<double>& constraints,
+                               std::optional<int64_t> pruned_rung, const std::string& message) override;
 
   Result<History> ListTrials(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) override { return ReadTrialRecords(e, true); }
@@ -430,6 +435,7 @@ class PostgresStorage final : public Storage {
   Status CheckExperiment(ExperimentId e);
   Result<TrialRow> LoadTrial(TrialId t);
   void FillIntermediate(ExperimentId e, std::vector<Trial*>& trials);
+  void FillValues(ExperimentId e, std::vector<Trial*>& trials);
   Result<std::vector<TrialRecord>> ReadTrialRecords(ExperimentId e, bool intermediate);
   std::string TrialName(TrialId t, const TrialRow& row);
 
@@ -934,12 +940,15 @@ Status PostgresStorage::Retry(TrialId t, const std::string& message, bool failed
   });
 }
 
-Status PostgresStorage::FinishTrial(TrialId t, TrialState state, std::optional<double> value,
-                                    std::optional<int64_t> pruned_rung, const std::string& message) {
+Status PostgresStorage::FinishTrialWithValues(TrialId t, TrialState state, std::optional<double> value,
+                                              const std::vector<double>& values,
+                                              const std::vector<double>& constraints,
+                                              std::optional<int64_t> pruned_rung, const std::string& message) {
   if (!IsFinished(state)) {
     return Status::InvalidArgument(std::string("FinishTrial needs a terminal state, got ") + TrialStateName(state));
   }
-  {
+  const bool with_values = !values.empty() || !constraints.empty();
+  if (!with_values) {  // one round trip
     std::optional<Rows> r;
     TUNE_RETURN_IF_ERROR(Single(
         "WITH u AS (UPDATE trials SET state = $1::text, value = CASE WHEN $7::boolean THEN $2::float8 ELSE value END, "
@@ -963,8 +972,39 @@ Status PostgresStorage::FinishTrial(TrialId t, TrialState state, std::optional<d
         "pruned_rung = $3::bigint, message = $4::text, ended_at = $5::float8 WHERE id = $6::bigint",
         {P(TrialStateName(state)), P(value), P(pruned_rung), P(message), P(Now()), P(static_cast<int64_t>(t)),
          P(value.has_value())});
+    for (const auto& [kind, list] : {std::pair<const char*, const std::vector<double>*>{"objective", &values},
+                                     {"constraint", &constraints}}) {
+      for (size_t i = 0; i < list->size(); ++i) {
+        c_->Exec(
+            "INSERT INTO trial_values (trial_id, kind, position, value) VALUES ($1::bigint, $2::text, $3::bigint, "
+            "$4::float8) ON CONFLICT (trial_id, kind, position) DO UPDATE SET value = EXCLUDED.value",
+            {P(static_cast<int64_t>(t)), P(std::string(kind)), P(static_cast<int64_t>(i)), P((*list)[i])});
+      }
+    }
     return Status::Ok();
   });
+}
+
+// Trial::values and Trial::constraints from trial_values, for experiment
+// `e`'s trials, or (e = 0) the one trial in `trials`.
+void PostgresStorage::FillValues(ExperimentId e, std::vector<Trial*>& trials) {
+  std::unordered_map<TrialId, Trial*> by_id;
+  by_id.reserve(trials.size());
+  for (Trial* t : trials) by_id[t->id] = t;
+  const int64_t one = trials.size() == 1 && e == 0 ? trials.front()->id : 0;
+  Rows r = c_->Exec(
+      "SELECT v.trial_id, v.kind, v.position, v.value FROM trial_values v JOIN trials t ON t.id = v.trial_id "
+      "WHERE ($1::bigint = 0 AND t.id = $2::bigint) OR t.experiment_id = $1::bigint "
+      "ORDER BY v.trial_id, v.kind, v.position",
+      {P(static_cast<int64_t>(e)), P(one)});
+  for (int i = 0; i < r.size(); ++i) {
+    auto it = by_id.find(r.i64(i, 0));
+    if (it == by_id.end()) continue;
+    std::vector<double>& list = r.text(i, 1) == "objective" ? it->second->values : it->second->constraints;
+    const auto position = static_cast<size_t>(r.i64(i, 2));
+    if (list.size() <= position) list.resize(position + 1, std::numeric_limits<double>::quiet_NaN());
+    list[position] = r.null(i, 3) ? std::numeric_limits<double>::quiet_NaN() : r.f64(i, 3);
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -1036,6 +1076,7 @@ Result<History> PostgresStorage::ListTrials(ExperimentId e) {
     }
     std::vector<Trial*> ptrs;
     for (Trial& t : out) ptrs.push_back(&t);
+    FillValues(e, ptrs);
     FillIntermediate(e, ptrs);
     return Status::Ok();
   });
@@ -1050,9 +1091,10 @@ Result<std::vector<TrialRecord>> PostgresStorage::ReadTrialRecords(ExperimentId 
     TUNE_RETURN_IF_ERROR(CheckExperiment(e));
     Rows r = c_->Exec(sql.c_str(), {P(static_cast<int64_t>(e))});
     for (int i = 0; i < r.size(); ++i) TUNE_RETURN_IF_ERROR(ReadTrialRecord(r, i, out.emplace_back()));
-    if (!intermediate) return Status::Ok();
     std::vector<Trial*> ptrs;
     for (TrialRecord& rec : out) ptrs.push_back(&rec.trial);
+    FillValues(e, ptrs);
+    if (!intermediate) return Status::Ok();
     FillIntermediate(e, ptrs);
     return Status::Ok();
   });
@@ -1066,7 +1108,10 @@ Result<TrialRecord> PostgresStorage::GetTrialSummary(TrialId t) {
   Status st = Transact(false, [&]() -> Status {
     Rows r = c_->Exec(sql.c_str(), {P(static_cast<int64_t>(t))});
     if (r.size() == 0) return Status::NotFound("trial id " + std::to_string(t) + " does not exist");
-    return ReadTrialRecord(r, 0, out);
+    TUNE_RETURN_IF_ERROR(ReadTrialRecord(r, 0, out));
+    std::vector<Trial*> one = {&out.trial};
+    FillValues(0, one);
+    return Status::Ok();
   });
   if (!st.ok()) return st;
   return out;

@@ -155,7 +155,17 @@ CREATE INDEX exploits_by_trial ON exploits (trial_id);
 )sql";
 
 // kMigrations[i] takes a database from version i to version i + 1.
-constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5, kV5ToV6};
+constexpr const char kV6ToV7[] = R"sql(
+CREATE TABLE trial_values (
+  trial_id  INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  kind      TEXT    NOT NULL CHECK (kind IN ('objective', 'constraint')),
+  position  INTEGER NOT NULL,
+  value     REAL,
+  PRIMARY KEY (trial_id, kind, position)
+) WITHOUT ROWID;
+)sql";
+
+constexpr const char* kMigrations[] = {kCreateV1, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5, kV5ToV6, kV6ToV7};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion,
               "one migration per schema version");
 

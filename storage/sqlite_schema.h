@@ -18,7 +18,7 @@ class Database;
 namespace tune::internal {
 
 // The version this build writes; the number of migrations.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 // Brings `db` (opened on `path`, used in messages) to kSchemaVersion.
 // FailedPrecondition if the file was written by a newer tune (its version is

@@ -148,7 +148,12 @@ class SqliteStorage final : public Storage {
   Status RecordExploit(TrialId t, int64_t step, TrialId donor, int64_t donor_step, const ParamMap& after) override;
   Result<std::vector<StoredExploit>> ListExploits(ExperimentId e) override;
   Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
-                     std::optional<int64_t> pruned_rung, const std::string& message) override;
+                     std::optional<int64_t> pruned_rung, const std::string& message) override {
+    return FinishTrialWithValues(t, state, value, {}, {}, pruned_rung, message);
+  }
+  Status FinishTrialWithValues(TrialId t, TrialState state, std::optional<double> value,
+                               const std::vector<double>& values, const std::vector<double>& constraints,
+                               std::optional<int64_t> pruned_rung, const std::string& message) override;
 
   Result<History> ListTrials(ExperimentId e) override;
   Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) override;
@@ -193,6 +198,9 @@ class SqliteStorage final : public Storage {
   Status CheckExperiment(ExperimentId e);
   Result<TrialRow> LoadTrial(TrialId t);
   Status FillIntermediate(ExperimentId e, std::vector<Trial*>& trials);
+  // Trial::values and Trial::constraints from trial_values: of experiment
+  // `e`'s trials, or (e = 0) of the one trial in `trials`.
+  Status FillValues(ExperimentId e, std::vector<Trial*>& trials);
   // ListTrialRecords, with the intermediate reports when `intermediate`.
   Result<std::vector<TrialRecord>> ReadTrialRecords(ExperimentId e, bool intermediate);
   std::vector<StoredReport> ReadReports(SQLite::Statement& s);
@@ -784,9 +792,10 @@ Status SqliteStorage::Retry(TrialId t, const std::string& message, bool failed) 
   });
 }
 
-Status SqliteStorage::FinishTrial(TrialId t, TrialState state, std::optional<double> value,
-                                  std::optional<int64_t> pruned_rung,
-                                  const std::string& message) {
+Status SqliteStorage::FinishTrialWithValues(TrialId t, TrialState state, std::optional<double> value,
+                                            const std::vector<double>& values,
+                                            const std::vector<double>& constraints,
+                                            std::optional<int64_t> pruned_rung, const std::string& message) {
   if (!IsFinished(state)) {
     return Status::InvalidArgument(std::string("FinishTrial needs a terminal state, got ") +
                                    TrialStateName(state));
@@ -811,8 +820,40 @@ Status SqliteStorage::FinishTrial(TrialId t, TrialState state, std::optional<dou
     s->bind(6, static_cast<int64_t>(t));
     s->bind(7, value.has_value() ? 1 : 0);
     s->exec();
+    for (const auto& [kind, list] : {std::pair<const char*, const std::vector<double>*>{"objective", &values},
+                                     {"constraint", &constraints}}) {
+      for (size_t i = 0; i < list->size(); ++i) {
+        StmtScope v(Stmt("INSERT OR REPLACE INTO trial_values (trial_id, kind, position, value) VALUES (?, ?, ?, ?)"));
+        v->bind(1, static_cast<int64_t>(t));
+        v->bind(2, kind);
+        v->bind(3, static_cast<int64_t>(i));
+        BindOpt(*v, 4, std::isnan((*list)[i]) ? std::nullopt : std::optional<double>((*list)[i]));
+        v->exec();
+      }
+    }
     return Status::Ok();
   });
+}
+
+Status SqliteStorage::FillValues(ExperimentId e, std::vector<Trial*>& trials) {
+  std::unordered_map<TrialId, Trial*> by_id;
+  by_id.reserve(trials.size());
+  for (Trial* t : trials) by_id[t->id] = t;
+  StmtScope s(Stmt(
+      "SELECT v.trial_id, v.kind, v.position, v.value FROM trial_values v JOIN trials t ON t.id = v.trial_id "
+      "WHERE (?1 = 0 AND t.id = ?2) OR t.experiment_id = ?1 ORDER BY v.trial_id, v.kind, v.position"));
+  s->bind(1, static_cast<int64_t>(e));
+  s->bind(2, static_cast<int64_t>(trials.size() == 1 && e == 0 ? trials.front()->id : 0));
+  while (s->executeStep()) {
+    auto it = by_id.find(s->getColumn(0).getInt64());
+    if (it == by_id.end()) continue;
+    std::vector<double>& list = s->getColumn(1).getString() == "objective" ? it->second->values
+                                                                            : it->second->constraints;
+    const auto position = static_cast<size_t>(s->getColumn(2).getInt64());
+    if (list.size() <= position) list.resize(position + 1, std::numeric_limits<double>::quiet_NaN());
+    list[position] = DoubleOrNan(s->getColumn(3));
+  }
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------
@@ -885,6 +926,7 @@ Result<History> SqliteStorage::ListTrials(ExperimentId e) {
     }
     std::vector<Trial*> ptrs;
     for (Trial& t : out) ptrs.push_back(&t);
+    TUNE_RETURN_IF_ERROR(FillValues(e, ptrs));
     return FillIntermediate(e, ptrs);
   });
   if (!st.ok()) return st;
@@ -908,7 +950,8 @@ Result<TrialRecord> SqliteStorage::GetTrialSummary(TrialId t) {
     s->bind(1, static_cast<int64_t>(t));
     if (!s->executeStep()) return Status::NotFound("trial id " + std::to_string(t) + " does not exist");
     TUNE_RETURN_IF_ERROR(ReadTrialRecord(*s, r));
-    return Status::Ok();
+    std::vector<Trial*> one = {&r.trial};
+    return FillValues(0, one);
   });
   if (!st.ok()) return st;
   return r;
@@ -968,9 +1011,10 @@ Result<std::vector<TrialRecord>> SqliteStorage::ReadTrialRecords(ExperimentId e,
         TUNE_RETURN_IF_ERROR(ReadTrialRecord(*s, r));
       }
     }
-    if (!intermediate) return Status::Ok();
     std::vector<Trial*> ptrs;
     for (TrialRecord& r : out) ptrs.push_back(&r.trial);
+    TUNE_RETURN_IF_ERROR(FillValues(e, ptrs));
+    if (!intermediate) return Status::Ok();
     return FillIntermediate(e, ptrs);
   });
   if (!st.ok()) return st;

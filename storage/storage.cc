@@ -20,4 +20,13 @@ std::optional<ExperimentState> ParseExperimentState(const std::string& name) {
   return std::nullopt;
 }
 
+Status Storage::FinishTrialWithValues(TrialId t, TrialState state, std::optional<double> value,
+                                      const std::vector<double>& values, const std::vector<double>& constraints,
+                                      std::optional<int64_t> pruned_rung, const std::string& message) {
+  if (!values.empty() || !constraints.empty()) {
+    return Status::FailedPrecondition("this storage does not keep a trial's objective and constraint values");
+  }
+  return FinishTrial(t, state, value, pruned_rung, message);
+}
+
 }  // namespace tune

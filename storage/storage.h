@@ -164,9 +164,17 @@ class Storage {
   // NaN is stored as none (NULL); nullopt keeps the latest reported value.
   virtual Status FinishTrial(TrialId t, TrialState state, std::optional<double> value,
                              std::optional<int64_t> pruned_rung, const std::string& message) = 0;
+  // FinishTrial that also stores Trial::values (every objective's value) and
+  // Trial::constraints in the same transaction (table trial_values; NaN as
+  // NULL, read back as NaN). Both empty: exactly FinishTrial. The default
+  // implementation supports only that case.
+  virtual Status FinishTrialWithValues(TrialId t, TrialState state, std::optional<double> value,
+                                       const std::vector<double>& values, const std::vector<double>& constraints,
+                                       std::optional<int64_t> pruned_rung, const std::string& message);
 
   // Snapshots ordered by number; intermediate holds the current attempt's
-  // objective reports.
+  // objective reports. Here and in every TrialRecord below, Trial::values
+  // and Trial::constraints are filled from trial_values.
   virtual Result<History> ListTrials(ExperimentId e) = 0;
   virtual Result<std::vector<TrialRecord>> ListTrialRecords(ExperimentId e) = 0;
   // The same records with `trial.intermediate` left empty: one query over

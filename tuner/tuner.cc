@@ -18,6 +18,7 @@
 #include "trial_runner/checkpoint_folder.h"
 #include "search/grid.h"
 #include "tuner/components.h"
+#include "tuner/trial_values.h"
 
 namespace tune {
 namespace {
@@ -117,6 +118,7 @@ LaunchSpec MakeLaunchSpec(const ExperimentSpec& spec, const Trial& t, const std:
   launch.gpu_per_worker = spec.trial.resources_per_worker.gpu;
   launch.memory_per_worker = spec.trial.resources_per_worker.memory;
   launch.timeout_s = spec.trial.timeout_s;
+  launch.stop_grace_s = spec.trial.stop_grace_s;
   launch.time_attr = spec.scheduler.time_attr;
 
   return launch;
@@ -681,8 +683,20 @@ Status Tuner::Impl::HandleReports(TrialId id, const std::vector<MetricReport>& r
 Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& message_in,
                              std::optional<int64_t> rung) {
   // One line, whatever the backend quoted from the trial's output.
-  const std::string message = OneLine(message_in, kMaxMessageBytes);
+  std::string message = OneLine(message_in, kMaxMessageBytes);
   Trial& t = Get(id);
+  // Several objectives or constraints: each one's value, from the reports
+  // that count; a completed trial missing one fails, naming it.
+  TrialValues tv;
+  if (state == TrialState::kCompleted && HasTrialValues(spec)) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> reports, parts.storage->ListTrialReports(id));
+    tv = ComputeTrialValues(spec, reports, t.attempt);
+    if (!tv.missing.empty()) {
+      state = TrialState::kFailed;
+      message = (message == "completed" ? std::string("exited 0") : message) + " but never reported " + tv.missing;
+      tv = TrialValues{};
+    }
+  }
   running.erase(id);
   other_metrics.erase(id);
   restarted.erase(id);
@@ -702,10 +716,13 @@ Status Tuner::Impl::EndTrial(TrialId id, TrialState state, const std::string& me
     }
   }
   std::optional<double> value = ScopedValue(t, spec.objective);
-  TUNE_RETURN_IF_ERROR(parts.storage->FinishTrial(id, state, value, rung, message));
+  TUNE_RETURN_IF_ERROR(
+      parts.storage->FinishTrialWithValues(id, state, value, tv.values, tv.constraints, rung, message));
   TUNE_RETURN_IF_ERROR(SaveRunSeconds());
   t.state = state;
   t.value = value;
+  t.values = std::move(tv.values);
+  t.constraints = std::move(tv.constraints);
   if (state == TrialState::kFailed) {
     ++failed_count;
     parts.scheduler->OnTrialError(t);

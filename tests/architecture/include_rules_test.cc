@@ -49,7 +49,7 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
 // (an MLflow tracking URI, metric keys MLflow takes, a database URL, a
 // Secret reference).
 const std::set<std::string> kSpecHeaders = {"k8s/kubernetes_options.h", "search/search_space.h",
-                                            "search/tpe_options.h", "search/gp_options.h", "schedulers/asha_options.h",
+                                            "search/tpe_options.h", "search/gp_options.h", "search/nsga2_options.h", "schedulers/asha_options.h",
                                             "schedulers/median_stopping_options.h", "schedulers/pbt_options.h",
                                             "tracking/mlflow_uri.h", "tracking/mlflow_keys.h", "storage/database_url.h",
                                             "trial_runner/secret_key_ref.h"};

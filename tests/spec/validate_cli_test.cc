@@ -162,7 +162,7 @@ TEST_CASE("spec: tune validate rejects a bad spec with exit 2 and one sentence",
       {R"({"name": "x", "objective": {"metric": "m", "mode": "min"}, "limit": {},
            "parameters": {"lr": {"type": "uniform", "low": 0, "high": 1}},
            "trial": {"command": ["p"]}})",
-       "limit: expected one of the keys \"name\", \"objective\", \"parameters\", \"search\", "
+       "limit: expected one of the keys \"name\", \"objective\", \"constraints\", \"parameters\", \"search\", "
        "\"scheduler\", \"limits\", \"trial\", \"backend\", \"tracking\" or \"storage\", got the unknown key "
        "\"limit\" (did you mean \"limits\"?)"},
       {"{\"name\": \"x\",\n}", "line 2, column 1: expected valid JSON (string literal), got unexpected '}'"},
