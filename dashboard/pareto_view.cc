@@ -1,0 +1,111 @@
+#include "dashboard/pareto_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/pareto.h"
+
+namespace tune {
+namespace {
+
+std::vector<bool> Maximize(const ExperimentSpec& spec) {
+  std::vector<bool> out;
+  for (const ObjectiveSpec& o : spec.objectives) out.push_back(o.mode == Mode::kMax);
+  return out;
+}
+
+// A trial's values in objective order: Trial::values, or with one objective
+// Trial::value; empty when it lacks one.
+std::vector<double> ValuesOf(const ExperimentSpec& spec, const Trial& t) {
+  if (IsMultiObjective(spec)) {
+    return t.values.size() == spec.objectives.size() ? t.values : std::vector<double>{};
+  }
+  if (!t.value) return {};
+  return {*t.value};
+}
+
+std::string Number(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+ParetoView ComputeParetoView(const ExperimentSpec& spec, const std::vector<TrialRecord>& records) {
+  ParetoView view;
+  const std::vector<bool> maximize = Maximize(spec);
+  const size_t m = maximize.size();
+  std::vector<Losses> losses;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Trial& t = records[i].trial;
+    if (t.state != TrialState::kCompleted) continue;
+    if (!IsFeasible(t)) {
+      view.infeasible.push_back(i);
+      continue;
+    }
+    std::vector<double> v = ValuesOf(spec, t);
+    if (v.size() != m) continue;
+    view.feasible.push_back(i);
+    losses.push_back(ToLosses(v, maximize));
+  }
+  // The reference: given, else the worst feasible value (as a loss: the max).
+  Losses ref_loss(m, 0);
+  view.reference.assign(m, std::numeric_limits<double>::quiet_NaN());
+  view.reference_given.assign(m, false);
+  for (size_t j = 0; j < m; ++j) {
+    if (spec.objectives[j].ref) {
+      view.reference[j] = *spec.objectives[j].ref;
+      view.reference_given[j] = true;
+      ref_loss[j] = maximize[j] ? -*spec.objectives[j].ref : *spec.objectives[j].ref;
+      continue;
+    }
+    double worst = -std::numeric_limits<double>::infinity();
+    for (const Losses& l : losses)
+      if (std::isfinite(l[j])) worst = std::max(worst, l[j]);
+    if (std::isfinite(worst)) {
+      ref_loss[j] = worst;
+      view.reference[j] = maximize[j] ? -worst : worst;
+    }
+  }
+  const std::vector<size_t> front = ParetoFront(losses);
+  for (size_t k : front) view.front.push_back(view.feasible[k]);
+  std::stable_sort(view.front.begin(), view.front.end(), [&](size_t a, size_t b) {
+    const Losses la = ToLosses(ValuesOf(spec, records[a].trial), maximize);
+    const Losses lb = ToLosses(ValuesOf(spec, records[b].trial), maximize);
+    if (la[0] != lb[0]) return la[0] < lb[0];
+    return records[a].trial.number < records[b].trial.number;
+  });
+  const bool ref_ok = std::all_of(view.reference.begin(), view.reference.end(),
+                                  [](double r) { return std::isfinite(r); });
+  if (!ref_ok || losses.empty()) return view;
+  std::vector<Losses> front_losses;
+  for (size_t k : front) front_losses.push_back(losses[k]);
+  view.hypervolume = Hypervolume(front_losses, ref_loss);
+  // The curve: hypervolume of the first n feasible trials, at up to 256 n.
+  const size_t n = losses.size();
+  const size_t stride = std::max<size_t>(1, (n + 255) / 256);
+  for (size_t upto = 1; upto <= n; ++upto) {
+    if (upto % stride != 0 && upto != n) continue;
+    std::vector<Losses> prefix(losses.begin(), losses.begin() + static_cast<std::ptrdiff_t>(upto));
+    std::vector<Losses> prefix_front;
+    for (size_t k : ParetoFront(prefix)) prefix_front.push_back(prefix[k]);
+    view.hypervolume_curve.emplace_back(records[view.feasible[upto - 1]].trial.number,
+                                        Hypervolume(prefix_front, ref_loss));
+  }
+  return view;
+}
+
+std::string DescribeReference(const ExperimentSpec& spec, const ParetoView& view) {
+  std::string out = "reference point (";
+  for (size_t j = 0; j < spec.objectives.size() && j < view.reference.size(); ++j) {
+    if (j) out += ", ";
+    out += spec.objectives[j].metric + " " + Number(view.reference[j]) +
+           (view.reference_given[j] ? " given" : " the worst feasible value");
+  }
+  return out + ")";
+}
+
+}  // namespace tune
