@@ -12,7 +12,8 @@ negated, and their reference coordinate with them), against the fixed
 reference point of mo_suite.SUITE. Trials not strictly better than the
 reference in every objective add nothing.
 
-Prints a Markdown table: per function and sampler, the median hypervolume
+Prints a Markdown table: per function and tune sampler (a variant such as
+tpe-univariate beside Optuna's sampler of the name before the '-'), the median hypervolume
 (quartiles in brackets) over the seeds at 100 and 200 trials on each side,
 the sampler's mean CPU time per trial on each side, and Optuna's over
 tune's; then one line per function and sampler saying whether the goal of
@@ -99,10 +100,20 @@ def main():
                 if "ask_cpu" in rec:
                     r["ask"].append(sum(rec["ask_cpu"]) / len(rec["ask_cpu"]))
     functions = [f for f in mo_suite.SUITE if any(k[0] == f for k in runs)]
-    samplers = []
-    for k in runs:
-        if k[1] not in samplers:
-            samplers.append(k[1])
+    # Rows: every tune sampler (its variants such as tpe-univariate set
+    # beside Optuna's sampler of the name before the first '-'), then
+    # Optuna's samplers that no tune row showed.
+    rows = []
+    for fn in functions:
+        shown = set()
+        for (f, s, side) in runs:
+            if f == fn and side == "tune":
+                base = s.split("-")[0]
+                rows.append((fn, s, runs[(f, s, side)], runs.get((fn, base, "optuna"))))
+                shown.add(base)
+        for (f, s, side) in runs:
+            if f == fn and side == "optuna" and s not in shown:
+                rows.append((fn, s, None, runs[(f, s, side)]))
     head = "| function | sampler | seeds (tune / Optuna) |"
     for m in marks:
         head += " HV@%d tune | HV@%d Optuna |" % (m, m)
@@ -110,35 +121,31 @@ def main():
     print(head)
     print("|" + "---|" * (3 + 2 * len(marks) + 3))
     verdicts = []
-    for fn in functions:
-        for s in samplers:
-            t, o = runs.get((fn, s, "tune")), runs.get((fn, s, "optuna"))
-            if not t and not o:
-                continue
-            row = "| %s | %s | %s / %s |" % (fn, s, len(t["seeds"]) if t else "-", len(o["seeds"]) if o else "-")
-            for k in range(len(marks)):
-                for side in (t, o):
-                    if side:
-                        v = side["hv"][k]
-                        row += " %s [%s, %s] |" % (fmt(quantile(v, 0.5)), fmt(quantile(v, 0.25)), fmt(quantile(v, 0.75)))
-                    else:
-                        row += " - |"
-            tc = 1e3 * sum(t["cpu"]) / len(t["cpu"]) if t else None
-            oc = 1e3 * sum(o["cpu"]) / len(o["cpu"]) if o else None
-            oa = 1e3 * sum(o["ask"]) / len(o["ask"]) if o and o["ask"] else None
-            row += " %s |" % ("%.4f" % tc if tc is not None else "-")
-            row += " %s |" % ("%.3f (%.3f)" % (oc, oa) if oc is not None else "-")
-            row += " %s |" % ("%.1fx" % (oc / tc) if tc and oc else "-")
-            print(row)
-            if t and o:
-                short = []
-                for k, m in enumerate(marks):
-                    mt, mo = quantile(t["hv"][k], 0.5), quantile(o["hv"][k], 0.5)
-                    if mt < mo:
-                        short.append("HV@%d %.2f%% below" % (m, 100 * (mo - mt) / mo))
-                if tc and oc / tc < 20:
-                    short.append("CPU only %.1fx less" % (oc / tc))
-                verdicts.append("- %s %s: %s" % (fn, s, "met" if not short else "not met (" + "; ".join(short) + ")"))
+    for fn, s, t, o in rows:
+        row = "| %s | %s | %s / %s |" % (fn, s, len(t["seeds"]) if t else "-", len(o["seeds"]) if o else "-")
+        for k in range(len(marks)):
+            for side in (t, o):
+                if side:
+                    v = side["hv"][k]
+                    row += " %s [%s, %s] |" % (fmt(quantile(v, 0.5)), fmt(quantile(v, 0.25)), fmt(quantile(v, 0.75)))
+                else:
+                    row += " - |"
+        tc = 1e3 * sum(t["cpu"]) / len(t["cpu"]) if t else None
+        oc = 1e3 * sum(o["cpu"]) / len(o["cpu"]) if o else None
+        oa = 1e3 * sum(o["ask"]) / len(o["ask"]) if o and o["ask"] else None
+        row += " %s |" % ("%.4f" % tc if tc is not None else "-")
+        row += " %s |" % ("%.3f (%.3f)" % (oc, oa) if oc is not None else "-")
+        row += " %s |" % ("%.1fx" % (oc / tc) if tc and oc else "-")
+        print(row)
+        if t and o:
+            short = []
+            for k, m in enumerate(marks):
+                mt, mo = quantile(t["hv"][k], 0.5), quantile(o["hv"][k], 0.5)
+                if mt < mo:
+                    short.append("HV@%d %.1f%% below" % (m, 100 * (mo - mt) / mo))
+            if tc and oc / tc < 20:
+                short.append("CPU only %.1fx less" % (oc / tc))
+            verdicts.append("- %s %s: %s" % (fn, s, "met" if not short else "not met (" + "; ".join(short) + ")"))
     if verdicts:
         print()
         print("\n".join(verdicts))
