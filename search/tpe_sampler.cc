@@ -53,7 +53,6 @@ std::vector<double> BelowWeights(int n, bool multi_objective) {
   return DefaultWeights(n);
 }
 
-
 TpeSampler::TpeSampler(const TpeSamplerOptions& options)
     : options_(options), rng_(options.seed), splitter_(options) {}
 

@@ -15,9 +15,12 @@
 //
 // Multivariate mode (the default, as in Optuna 5.0) models all parameters
 // jointly through RelativeSpace/SampleRelative; univariate mode
-// (`multivariate` false) models each on its own through SampleIndependent. In a discrete space a suggestion never
-// repeats the full parameter set of a trial in the history (running or
-// finished) while an alternative exists.
+// (`multivariate` false) models each on its own through SampleIndependent.
+// With several objectives Optuna 5.0 defaults to univariate
+// (TPESampler._is_multivariate); here `multivariate` is what the options
+// say, whatever the number of objectives. In a discrete space a suggestion
+// never repeats the full parameter set of a trial in the history (running
+// or finished) while an alternative exists.
 //
 // All randomness comes from the rng set by Reseed, so the same history and
 // seed give the same suggestion (resume-safe). Call Reseed before each trial
