@@ -156,9 +156,16 @@ void TpeSplitter::SplitMultiObjective(int n_below, std::vector<signed char>* gro
     tie.push_back(i);
     front.push_back(mo_losses_[i]);
   }
-  const std::vector<size_t> chosen =
-      SolveHssp(front, static_cast<size_t>(n_below - taken), HsspReferencePoint(front));
-  for (size_t k : chosen) (*group)[mo_pos_[tie[k]]] = 1;
+  // Optuna keeps the last answer (_solve_hssp_with_cache, an lru_cache of
+  // size 1): the front to choose from often stays the same from one trial
+  // to the next.
+  const size_t subset = static_cast<size_t>(n_below - taken);
+  if (subset != hssp_subset_ || front != hssp_front_) {
+    hssp_chosen_ = SolveHssp(front, subset, HsspReferencePoint(front));
+    hssp_subset_ = subset;
+    hssp_front_ = std::move(front);
+  }
+  for (size_t k : hssp_chosen_) (*group)[mo_pos_[tie[k]]] = 1;
 }
 
 }  // namespace tune

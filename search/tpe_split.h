@@ -88,8 +88,12 @@ class TpeSplitter {
   std::optional<double> gamma_;
   bool constant_liar_;
   std::vector<Scored> scored_;
-  std::vector<int> mo_pos_;           // history positions of the completed feasible trials
-  std::vector<Losses> mo_losses_;     // their losses
+  std::vector<int> mo_pos_;        // history positions of the completed feasible trials
+  std::vector<Losses> mo_losses_;  // their losses
+  // The last HSSP problem (front, subset size) and its answer.
+  std::vector<Losses> hssp_front_;
+  size_t hssp_subset_ = 0;
+  std::vector<size_t> hssp_chosen_;
 };
 
 }  // namespace tune
