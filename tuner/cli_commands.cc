@@ -146,6 +146,7 @@ int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
   TrialListing listing;
   if (!args.state.empty()) listing.state = ParseTrialState(args.state);
   listing.best_first = args.sort == "value";
+  if (args.sort != "value" && args.sort != "number") listing.sort_objective = args.sort;
   listing.limit = args.limit;
   Status st = PrintTrials(**storage, args.experiment, listing, args.format, out);
   return st.ok() ? kExitOk : Fail(err, st);
@@ -154,7 +155,7 @@ int TrialsCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
 int ImportanceCommand(const QueryArgs& args, std::ostream& out, std::ostream& err) {
   auto storage = OpenExisting(args.db_path);
   if (!storage.ok()) return Fail(err, storage.status());
-  Status st = PrintImportance(**storage, args.experiment, args.format, out);
+  Status st = PrintImportance(**storage, args.experiment, args.format, out, args.objective);
   // Too few trials yet is 1, as for tune best; an unknown experiment name is bad input (2).
   return st.ok() ? kExitOk : Fail(err, st, st.code() == StatusCode::kFailedPrecondition ? kExitFailed : kExitUsage);
 }

@@ -28,7 +28,9 @@ struct QueryArgs {
   std::string experiment;  // empty: the latest experiment
   std::string format = "table";
   std::string state;       // trials: filter, empty = all
-  std::string sort = "number";  // trials: "number" or "value" (best first)
+  // trials: "number", "value" (best first) or an objective's metric.
+  std::string sort = "number";
+  std::string objective;   // importance: which of several objectives
   int limit = 0;           // trials: at most this many rows; 0 = all
   std::optional<int> trial;  // trials: only this trial's details (tune trials --trial N)
 };

@@ -10,6 +10,7 @@
 #include "schedulers/pbt_scheduler.h"
 #include "schedulers/replay_scheduler.h"
 #include "search/gp_sampler.h"
+#include "search/nsga2_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
 #include "spec/module_options.h"
@@ -36,6 +37,7 @@ Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
     return std::unique_ptr<Sampler>(new TpeSampler(TpeSamplerOptionsFrom(spec)));
   }
   if (algo == "gp") return std::unique_ptr<Sampler>(new GpSampler(GpSamplerOptionsFrom(spec)));
+  if (algo == "nsga2") return std::unique_ptr<Sampler>(new Nsga2Sampler(Nsga2SamplerOptionsFrom(spec)));
   return Status::InvalidArgument(Where(spec) + ": search.algorithm: '" + algo + "' is not available in this build");
 }
 

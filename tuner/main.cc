@@ -110,8 +110,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->default_val("table");
   trials_cmd->add_option("--sort", query.sort,
-                         "number, or value: best first (completed trials, as tune best ranks them, then the rest)")
-      ->check(CLI::IsMember({"number", "value"}))
+                         "number, value: best first (completed trials, as tune best ranks them, then the rest), "
+                         "or an objective's metric: best first by that objective")
       ->default_val("number");
   trials_cmd->add_option("--limit", query.limit, "At most this many trials, after sorting (0: all)")
       ->default_val(0);
@@ -123,6 +123,9 @@ int Main(int argc, char** argv) {
   importance_cmd->add_option("--format", query.format, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->default_val("table");
+  importance_cmd->add_option("--objective", query.objective,
+                             "With several objectives: the metric of the one to explain (default: the one early "
+                             "stopping ranks on, else the first)");
   auto* status_cmd = app.add_subcommand("status", "Experiments, trial counts per state, best so far");
   add_query(status_cmd, false);
 

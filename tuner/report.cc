@@ -11,6 +11,7 @@
 #include "core/json_text.h"
 #include "core/one_line.h"
 #include "core/utf8.h"
+#include "dashboard/pareto_view.h"
 #include "dashboard/results_query.h"
 
 namespace tune {
@@ -25,18 +26,32 @@ struct Objective {
 
 const char* ModeName(Mode m) { return m == Mode::kMin ? "min" : "max"; }
 
-// The objective as stored with the experiment. A spec that does not parse
-// (written by hand, or by a future version) falls back to the defaults.
+// The stored experiment.json, parsed; nullopt when it does not parse here
+// (written by hand, or by a future version).
+std::optional<ExperimentSpec> StoredSpec(const ExperimentRecord& e) {
+  auto spec = ParseExperimentSpec(e.spec_json, "experiment '" + e.name + "'");
+  if (!spec.ok()) return std::nullopt;
+  return std::move(spec).value();
+}
+
+// The objective as stored with the experiment (with several, the one early
+// stopping ranks on: ExperimentSpec::objective). A spec that does not parse
+// falls back to its "objective" object's fields, else the defaults.
 Objective ObjectiveOf(const ExperimentRecord& e, std::optional<Mode> override_mode) {
   Objective o;
-  try {
-    Json spec = Json::parse(e.spec_json);
-    if (spec.is_object() && spec.contains("objective") && spec["objective"].is_object()) {
-      const Json& obj = spec["objective"];
-      if (obj.contains("metric") && obj["metric"].is_string()) o.metric = obj["metric"];
-      if (obj.contains("mode") && obj["mode"] == "max") o.mode = Mode::kMax;
+  if (std::optional<ExperimentSpec> spec = StoredSpec(e)) {
+    o.metric = spec->objective.metric;
+    o.mode = spec->objective.mode;
+  } else {
+    try {
+      Json spec = Json::parse(e.spec_json);
+      if (spec.is_object() && spec.contains("objective") && spec["objective"].is_object()) {
+        const Json& obj = spec["objective"];
+        if (obj.contains("metric") && obj["metric"].is_string()) o.metric = obj["metric"];
+        if (obj.contains("mode") && obj["mode"] == "max") o.mode = Mode::kMax;
+      }
+    } catch (const Json::exception&) {
     }
-  } catch (const Json::exception&) {
   }
   if (override_mode) o.mode = *override_mode;
   return o;
@@ -131,7 +146,73 @@ Json TrialJson(const TrialRecord& r, const std::vector<ScheduleEntry>& schedule,
   j["message"] = r.message;
   j["params"] = ParamsJson(r.trial.params);
   j["schedule"] = ScheduleJson(schedule);
+  // Several objectives or constraints: each one's value, in the spec's
+  // order (null until the trial completed; NaN as null).
+  if (!r.trial.values.empty() || !r.trial.constraints.empty()) {
+    Json values = Json::array(), constraints = Json::array();
+    for (double v : r.trial.values) values.push_back(OptJson(std::optional<double>(v)));
+    for (double c : r.trial.constraints) constraints.push_back(OptJson(std::optional<double>(c)));
+    if (!r.trial.values.empty()) j["values"] = values;
+    if (!r.trial.constraints.empty()) {
+      j["constraints"] = constraints;
+      j["feasible"] = IsFeasible(r.trial);
+    }
+  }
   return j;
+}
+
+// `tune best` of a multi-objective experiment: the Pareto front
+// (ComputeParetoView), sorted by the first objective.
+Status PrintFront(const ExperimentRecord& e, const ExperimentSpec& spec, const std::vector<TrialRecord>& records,
+                  const std::string& format, std::ostream& out) {
+  const ParetoView view = ComputeParetoView(spec, records);
+  if (view.front.empty()) {
+    std::string why = std::to_string(records.size()) + " trials so far";
+    if (!view.infeasible.empty()) why += "; " + std::to_string(view.infeasible.size()) + " broke a constraint";
+    return Status::FailedPrecondition("experiment '" + e.name + "' has no feasible completed trial yet (" + why + ")");
+  }
+  std::ostringstream text;
+  if (format == "json") {
+    Json arr = Json::array();
+    for (size_t i : view.front) {
+      const Trial& t = records[i].trial;
+      Json j;
+      j["number"] = t.number;
+      Json values = Json::array();
+      for (double v : t.values) values.push_back(OptJson(std::optional<double>(v)));
+      j["values"] = values;
+      j["params"] = ParamsJson(t.params);
+      arr.push_back(j);
+    }
+    text << DumpJson(arr, 2) << "\n";
+    out << text.str();
+    return Status::Ok();
+  }
+  text << "experiment '" << e.name << "': the Pareto front, " << view.front.size() << " of " << view.feasible.size()
+       << " feasible completed trials";
+  if (!view.infeasible.empty()) text << " (" << view.infeasible.size() << " more broke a constraint)";
+  text << "\n";
+  std::vector<std::string> names = ParamNames(records);
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"#"};
+  for (const ObjectiveSpec& o : spec.objectives) header.push_back(o.metric + " (" + ModeName(o.mode) + ")");
+  header.insert(header.end(), names.begin(), names.end());
+  rows.push_back(header);
+  for (size_t i : view.front) {
+    const Trial& t = records[i].trial;
+    std::vector<std::string> row = {std::to_string(t.number)};
+    for (double v : t.values) row.push_back(Short(std::optional<double>(v)));
+    for (const std::string& n : names) {
+      auto it = t.params.find(n);
+      row.push_back(it == t.params.end() ? "-" : Short(it->second));
+    }
+    rows.push_back(std::move(row));
+  }
+  PrintTable(rows, text);
+  text << "hypervolume " << Short(std::optional<double>(view.hypervolume)) << ", " << DescribeReference(spec, view)
+       << "\n";
+  out << text.str();
+  return Status::Ok();
 }
 
 }  // namespace
@@ -210,6 +291,18 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
   TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
   Objective obj = ObjectiveOf(e, mode);
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
+  const std::optional<ExperimentSpec> spec = StoredSpec(e);
+  if (spec && IsMultiObjective(*spec)) return PrintFront(e, *spec, records, format, out);
+  if (spec && !spec->constraints.empty()) {
+    // The best of the trials that kept every constraint.
+    const size_t all = records.size();
+    std::erase_if(records, [](const TrialRecord& r) { return !IsFeasible(r.trial); });
+    if (BestTrial(records, obj.mode) == nullptr) {
+      return Status::FailedPrecondition("experiment '" + e.name + "' has no feasible completed trial yet (" +
+                                        std::to_string(all) + " trials so far; " +
+                                        std::to_string(all - records.size()) + " broke a constraint)");
+    }
+  }
   const TrialRecord* best = BestTrial(records, obj.mode);
   if (best == nullptr) {
     return Status::FailedPrecondition("experiment '" + e.name + "' has no completed trial yet (" +
@@ -288,7 +381,54 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
   for (TrialRecord& r : all) {
     if (!state || r.trial.state == *state) records.push_back(std::move(r));
   }
-  if (listing.best_first) SortBestFirst(records, obj.mode);
+  const std::optional<ExperimentSpec> spec = StoredSpec(e);
+  const bool multi = spec && IsMultiObjective(*spec);
+  const bool constrained = spec && !spec->constraints.empty();
+  bool best_first = listing.best_first;
+  if (!listing.sort_objective.empty()) {
+    std::string names;
+    size_t index = 0;
+    bool found = false;
+    const std::vector<ObjectiveSpec> objectives =
+        spec ? spec->objectives : std::vector<ObjectiveSpec>{ObjectiveSpec{obj.metric, obj.mode}};
+    for (size_t i = 0; i < objectives.size(); ++i) {
+      names += (i ? ", " : "") + objectives[i].metric;
+      if (objectives[i].metric == listing.sort_objective) index = i, found = true;
+    }
+    if (!found) {
+      return Status::InvalidArgument("--sort: expected number, value or an objective's metric (" + names + "), got '" +
+                                     listing.sort_objective + "'");
+    }
+    if (!multi) {
+      best_first = true;
+    } else {
+      const Mode m = objectives[index].mode;
+      auto key = [&](const TrialRecord& r) -> std::optional<double> {
+        if (r.trial.state != TrialState::kCompleted || r.trial.values.size() <= index) return std::nullopt;
+        const double v = r.trial.values[index];
+        if (std::isnan(v)) return std::nullopt;
+        return v;
+      };
+      std::stable_sort(records.begin(), records.end(), [&](const TrialRecord& a, const TrialRecord& b) {
+        const auto ka = key(a), kb = key(b);
+        if (ka.has_value() != kb.has_value()) return ka.has_value();
+        if (ka && *ka != *kb) return m == Mode::kMin ? *ka < *kb : *ka > *kb;
+        return a.trial.number < b.trial.number;
+      });
+    }
+  }
+  if (best_first) SortBestFirst(records, obj.mode);
+  // A trial's value of objective j (several objectives): its stored value
+  // once completed, else (running, pruned) the ranked objective's latest.
+  auto objective_value = [&](const TrialRecord& r, size_t j) -> std::optional<double> {
+    if (j < r.trial.values.size()) return r.trial.values[j];
+    if (spec->objectives[j].metric == obj.metric) return r.trial.value;
+    return std::nullopt;
+  };
+  auto feasible_text = [](const TrialRecord& r) -> std::string {
+    if (r.trial.state != TrialState::kCompleted || r.trial.constraints.empty()) return "-";
+    return IsFeasible(r.trial) ? "yes" : "no";
+  };
   if (listing.limit > 0 && records.size() > static_cast<size_t>(listing.limit)) records.resize(listing.limit);
   const std::vector<std::string> names = ParamNames(records);
   const double now = Now();
@@ -304,6 +444,13 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
     std::vector<std::string> header = {"number",    "trial_id",   "state",      "value",
                                        "last_step", "pruned_rung", "attempts",  "duration_s",
                                        "started_at", "ended_at",  "location",   "message"};
+    if (multi) {
+      for (const ObjectiveSpec& o : spec->objectives) header.push_back("objective_" + o.metric);
+    }
+    if (constrained) {
+      for (const ConstraintSpec& c : spec->constraints) header.push_back("constraint_" + c.metric);
+      header.push_back("feasible");
+    }
     for (const std::string& n : names) header.push_back("params_" + n);
     text << CsvRecord(header);
     for (const TrialRecord& r : records) {
@@ -319,6 +466,16 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
                                     Exact(r.ended_at),
                                     r.location,
                                     r.message};
+      if (multi) {
+        for (size_t j = 0; j < spec->objectives.size(); ++j) f.push_back(Exact(objective_value(r, j)));
+      }
+      if (constrained) {
+        for (size_t j = 0; j < spec->constraints.size(); ++j) {
+          f.push_back(j < r.trial.constraints.size() ? Exact(std::optional<double>(r.trial.constraints[j])) : "");
+        }
+        const std::string feasible = feasible_text(r);
+        f.push_back(feasible == "-" ? "" : feasible);
+      }
       for (const std::string& n : names) {
         auto it = r.trial.params.find(n);
         f.push_back(it == r.trial.params.end() ? "" : ParamToString(it->second));
@@ -327,8 +484,14 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
     }
   } else {
     std::vector<std::vector<std::string>> rows;
-    std::vector<std::string> header = {"#", "state", obj.metric, "step", "rung", "attempts",
-                                       "duration"};
+    std::vector<std::string> header = {"#", "state"};
+    if (multi) {
+      for (const ObjectiveSpec& o : spec->objectives) header.push_back(o.metric);
+    } else {
+      header.push_back(obj.metric);
+    }
+    if (constrained) header.push_back("feasible");
+    for (const char* h : {"step", "rung", "attempts", "duration"}) header.push_back(h);
     header.insert(header.end(), names.begin(), names.end());
     // Why a trial failed is what one looks for first: shown, on one line
     // and cut to 100 bytes, when the listing has failed trials (csv and
@@ -339,13 +502,17 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
     rows.push_back(header);
     for (const TrialRecord& r : records) {
       auto d = Duration(r, now);
-      std::vector<std::string> row = {std::to_string(r.trial.number),
-                                      TrialStateName(r.trial.state),
-                                      Short(r.trial.value),
-                                      r.last_step ? std::to_string(*r.last_step) : "-",
-                                      r.pruned_rung ? std::to_string(*r.pruned_rung) : "-",
-                                      std::to_string(AttemptsOf(r)),
-                                      d ? FormatDuration(*d) : "-"};
+      std::vector<std::string> row = {std::to_string(r.trial.number), TrialStateName(r.trial.state)};
+      if (multi) {
+        for (size_t j = 0; j < spec->objectives.size(); ++j) row.push_back(Short(objective_value(r, j)));
+      } else {
+        row.push_back(Short(r.trial.value));
+      }
+      if (constrained) row.push_back(feasible_text(r));
+      row.push_back(r.last_step ? std::to_string(*r.last_step) : "-");
+      row.push_back(r.pruned_rung ? std::to_string(*r.pruned_rung) : "-");
+      row.push_back(std::to_string(AttemptsOf(r)));
+      row.push_back(d ? FormatDuration(*d) : "-");
       for (const std::string& n : names) {
         auto it = r.trial.params.find(n);
         row.push_back(it == r.trial.params.end() ? "-" : Short(it->second));
@@ -416,7 +583,7 @@ Status PrintTrial(Storage& storage, const std::string& experiment, int number, c
 }
 
 Status PrintImportance(Storage& storage, const std::string& experiment, const std::string& format,
-                       std::ostream& out) {
+                       std::ostream& out, const std::string& objective) {
   if (format != "table" && format != "json") {
     return Status::InvalidArgument("unknown format '" + format + "' for importance: use table or json");
   }
@@ -427,11 +594,31 @@ Status PrintImportance(Storage& storage, const std::string& experiment, const st
                                       "' does not parse here: " + spec.status().message());
   }
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
+  Objective obj = ObjectiveOf(e, std::nullopt);
+  if (!objective.empty() && objective != spec->objective.metric) {
+    // Another of several objectives: its completed trials' values stand in
+    // for the ranked objective's (pruned trials have none and drop out).
+    auto it = std::find_if(spec->objectives.begin(), spec->objectives.end(),
+                           [&](const ObjectiveSpec& o) { return o.metric == objective; });
+    if (it == spec->objectives.end()) {
+      std::string names;
+      for (const ObjectiveSpec& o : spec->objectives) names += (names.empty() ? "" : ", ") + o.metric;
+      return Status::InvalidArgument("--objective: expected the metric of an objective of experiment '" + e.name +
+                                     "' (" + names + "), got '" + objective + "'");
+    }
+    const size_t j = static_cast<size_t>(it - spec->objectives.begin());
+    for (TrialRecord& r : records) {
+      const bool has = r.trial.state == TrialState::kCompleted && j < r.trial.values.size();
+      r.trial.value = has ? std::optional<double>(r.trial.values[j]) : std::nullopt;
+      if (!has && r.trial.state == TrialState::kCompleted) r.trial.state = TrialState::kFailed;
+    }
+    spec->objective = *it;
+    obj = Objective{it->metric, it->mode};
+  }
   auto result = ImportancesOf(*spec, records);
   if (!result.ok()) {
     return Status(result.status().code(), "experiment '" + e.name + "': " + result.status().message());
   }
-  const Objective obj = ObjectiveOf(e, std::nullopt);
   std::ostringstream text;
   if (format == "json") {
     Json j;

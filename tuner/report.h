@@ -40,7 +40,12 @@ Result<ExperimentRecord> ResolveExperiment(Storage& storage, const std::string& 
 // dashboard/results_query.h; one entry unless Population Based Training
 // changed its parameters). The table lists the schedule under the
 // parameters when it has more than one entry (ScheduleText). `mode`
-// overrides the stored objective mode.
+// overrides the stored objective mode. With constraints, only feasible
+// trials are candidates. With several objectives it prints the Pareto front
+// instead (dashboard/pareto_view.h: every feasible, completed, non-dominated
+// trial, sorted by the first objective): a table with each objective and
+// parameter, then the hypervolume and its reference point; "json" an array
+// of {"number", "values", "params"}, values in objective order.
 Status PrintBest(Storage& storage, const std::string& experiment, const std::string& format,
                  std::ostream& out, std::optional<Mode> mode = std::nullopt);
 
@@ -52,14 +57,21 @@ struct TrialListing {
   // that have a value (pruned ones: their value when stopped) the same way,
   // then those without one; ties by number.
   bool best_first = false;
+  // An objective's metric: best first by that objective (completed trials
+  // with its value, in its direction; then the rest by number). A list of
+  // objectives only; for the one objective it means best_first.
+  std::string sort_objective;
   int limit = 0;  // at most this many rows, after ordering; 0: all
 };
 
-// One row per trial: number, state, value, last step, pruned rung,
-// attempts, duration and every parameter. `format` "table" (aligned), "csv"
+// One row per trial: number, state, value (with several objectives, one
+// column per objective; with constraints, whether it was feasible), last
+// step, pruned rung, attempts, duration and every parameter. `format` "table" (aligned), "csv"
 // (RFC 4180, a header row, parameters as params_<name> columns) or "json"
 // (an array of objects, each with the trial's "schedule" as ScheduleJson
-// writes it, and "failed_attempts"). InvalidArgument for a negative limit.
+// writes it, and "failed_attempts"; "values", "constraints" and "feasible"
+// when the experiment keeps them). InvalidArgument for a negative limit or
+// a sort_objective that no objective names.
 Status PrintTrials(Storage& storage, const std::string& experiment, const TrialListing& listing,
                    const std::string& format, std::ostream& out);
 
@@ -84,8 +96,11 @@ std::string ScheduleText(const std::vector<ScheduleEntry>& schedule, const std::
 // {"experiment", "metric", "mode", "method", "trials", "top_trials",
 // "importances": [{"parameter", "importance"}]}. FailedPrecondition with
 // fewer than 2 completed trials, or when the stored spec does not parse.
+// `objective`: with several objectives, the metric of the one to explain
+// (default: the one early stopping ranks on, ExperimentSpec::objective);
+// InvalidArgument when no objective has that metric.
 Status PrintImportance(Storage& storage, const std::string& experiment, const std::string& format,
-                       std::ostream& out);
+                       std::ostream& out, const std::string& objective = "");
 
 // A table of every experiment in creation order: name, state, trial counts
 // per state, best value so far (completed trials) and elapsed time.

@@ -214,7 +214,12 @@ int SayHowItEnded(const Run& run, const RunSummary& s, std::ostream& out, std::o
           : s.outcome == RunOutcome::kInterrupted ? "interrupted"
                                                   : "finished")
       << ": " << s.message << "\n";
-  if (s.best_number) {
+  if (s.best_number && HasTrialValues(spec)) {
+    // The best of one objective is not the answer: the front is.
+    out << "tune: " << (IsMultiObjective(spec) ? "the Pareto front" : "the best feasible trial")
+        << (spec.constraints.empty() ? "" : " under the constraints") << ": tune best --db " << run.db_path
+        << " --experiment " << spec.name << "\n";
+  } else if (s.best_number) {
     out << "tune: best trial " << *s.best_number << ": " << spec.objective.metric << " " << Fmt(*s.best_value)
         << ", " << ParamsShort(s.best_params) << "  (exact: tune best --db " << run.db_path << " --experiment "
         << spec.name << ")\n";

@@ -73,7 +73,6 @@ const BadCase kCases[] = {
     {R"({"objective": [{"metric": "a", "mode": "min"}, {"metric": "b", "mode": "min"}],
          "search": {"algorithm": "gp"}})", "search.algorithm", "the Gaussian-process sampler models one objective",
      "\"gp\""},
-    {R"({"search": {"algorithm": "nsga2"}})", "search.algorithm", "give \"objective\" as a list", "\"nsga2\""},
     {R"({"objective": [{"metric": "a", "mode": "min"}, {"metric": "b", "mode": "min"}],
          "search": {"algorithm": "nsga2", "population_size": 1}})", "search.population_size", "at least 2", "1"},
     {R"({"objective": [{"metric": "a", "mode": "min"}, {"metric": "b", "mode": "min"}],
