@@ -15,7 +15,8 @@ reference in every objective add nothing.
 Prints a Markdown table: per function and tune sampler (a variant such as
 tpe-univariate beside Optuna's sampler of the name before the '-'), the median hypervolume
 (quartiles in brackets) over the seeds at 100 and 200 trials on each side,
-the sampler's mean CPU time per trial on each side, and Optuna's over
+P(a tune run beats an Optuna run) at the last mark with the Mann-Whitney
+p-value, the sampler's mean CPU time per trial on each side, and Optuna's over
 tune's; then one line per function and sampler saying whether the goal of
 issue 31 is met (tune's median hypervolume at least Optuna's at 100 and 200
 trials, at a twentieth of Optuna's sampler time or less).
@@ -30,6 +31,7 @@ import sys
 from collections import defaultdict
 
 import numpy as np
+from scipy.stats import mannwhitneyu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mo_suite  # noqa: E402
@@ -63,6 +65,15 @@ def quantile(v, q):
     lo = int(pos)
     hi = min(lo + 1, len(v) - 1)
     return v[lo] + (pos - lo) * (v[hi] - v[lo])
+
+
+def superiority(a, b):
+    """P(a run of `a` beats one of `b`), ties halved, and the two-sided
+    Mann-Whitney U p-value: how far the two sets of seeds differ beyond
+    chance (p >= 0.05: within the spread of the seeds)."""
+    wins = sum((x > y) + 0.5 * (x == y) for x in a for y in b) / (len(a) * len(b))
+    p = mannwhitneyu(a, b, alternative="two-sided").pvalue
+    return "%.2f (%.2g)" % (wins, p)
 
 
 def fmt(x):
@@ -117,9 +128,10 @@ def main():
     head = "| function | sampler | seeds (tune / Optuna) |"
     for m in marks:
         head += " HV@%d tune | HV@%d Optuna |" % (m, m)
+    head += " P(tune > Optuna) @%d (p) |" % marks[-1]
     head += " sampler CPU ms/trial tune | Optuna (ask()) | Optuna / tune |"
     print(head)
-    print("|" + "---|" * (3 + 2 * len(marks) + 3))
+    print("|" + "---|" * (3 + 2 * len(marks) + 4))
     verdicts = []
     for fn, s, t, o in rows:
         row = "| %s | %s | %s / %s |" % (fn, s, len(t["seeds"]) if t else "-", len(o["seeds"]) if o else "-")
@@ -130,6 +142,7 @@ def main():
                     row += " %s [%s, %s] |" % (fmt(quantile(v, 0.5)), fmt(quantile(v, 0.25)), fmt(quantile(v, 0.75)))
                 else:
                     row += " - |"
+        row += " %s |" % superiority(t["hv"][-1], o["hv"][-1]) if t and o else " - |"
         tc = 1e3 * sum(t["cpu"]) / len(t["cpu"]) if t else None
         oc = 1e3 * sum(o["cpu"]) / len(o["cpu"]) if o else None
         oa = 1e3 * sum(o["ask"]) / len(o["ask"]) if o and o["ask"] else None
