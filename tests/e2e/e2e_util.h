@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -104,6 +105,23 @@ inline bool WaitCount(const std::string& db, const std::string& sql, int n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+// Starts `tune run SPEC --db DB --quiet --resume` `kills` times, each time
+// SIGKILLing it after a moment drawn (from `seed`) up to `max_moment_s`:
+// early, late, during a trial, between trials, while it starts. Output to
+// `log`.
+inline void KillResumedRuns(const fs::path& spec, const std::string& db, const fs::path& log, int kills,
+                            unsigned seed, double max_moment_s) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> moment(0.0, max_moment_s);
+  for (int k = 0; k < kills; ++k) {
+    pid_t pid = StartTune(spec, db, log, "--resume");
+    REQUIRE(pid > 0);
+    std::this_thread::sleep_for(std::chrono::duration<double>(moment(rng)));
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
 }
 
 // Waits until no live process has `needle` in its command line.

@@ -116,18 +116,9 @@ void CheckKilledEqualsNeverKilled(const fs::path& dir, int workers, int marker, 
   REQUIRE(once.code == 0);
   const double full_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::mt19937 rng(20261125u + static_cast<unsigned>(workers));
-  // Moments spread over a third of a full run: each run gets killed early,
-  // late, during a trial, between trials, while it starts.
-  std::uniform_real_distribution<double> moment(0.0, std::max(0.3, full_s / 3));
+  // Moments spread over a third of a full run.
   const fs::path log = dir / (name + ".log");
-  for (int k = 0; k < kills; ++k) {
-    pid_t pid = StartTune(spec_path, cut, log, "--resume");
-    REQUIRE(pid > 0);
-    std::this_thread::sleep_for(std::chrono::duration<double>(moment(rng)));
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-  }
+  KillResumedRuns(spec_path, cut, log, kills, 20261125u + static_cast<unsigned>(workers), std::max(0.3, full_s / 3));
   INFO(Slurp(log));
   CHECK(NoProcessLeft(std::to_string(marker)));
   // The kills hit: attempts were interrupted and run again, and the runs
