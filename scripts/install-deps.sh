@@ -6,7 +6,8 @@
 #   --test   also what only the test suite needs: headless Chromium for the
 #            dashboard's browser tests, the PostgreSQL server, clang with its sanitizer and
 #            libFuzzer runtimes, kubectl and Python's venv/yaml/websocket
-#            for the Kubernetes and tracking tests (scripts/test.sh)
+#            for the Kubernetes and tracking tests, python3-torch for the
+#            plain-PyTorch example's test (tests/python) (scripts/test.sh)
 #   --kubectl  kubectl too (the Kubernetes backend's client; --test implies
 #            it; k8s/Dockerfile's runtime image)
 #   --bench  also the Python peers the benchmarks run side by side
@@ -44,6 +45,9 @@ if [ "$want_test" = 1 ]; then
   # PostgreSQL's server binaries: the PostgreSQL storage tests start a
   # throwaway server (tests/storage/postgres_server.h).
   pkgs+=(postgresql)
+  # Debian's PyTorch for /usr/bin/python3: experiments/torch_loop/train.py
+  # tuned end to end (tests/python/torch_loop_e2e_test.cc).
+  pkgs+=(python3-torch)
 fi
 if [ "$want_torch" = 1 ]; then
   # libtorch (CPU) with Gloo; the OpenMP OpenBLAS (the pthread build fights

@@ -132,11 +132,12 @@ def report(step: int, **metrics: Any) -> None:
     """Prints one metric line, `step=<step> name=value ...`, on stdout and
     flushes it.
 
-    `step` is the report's step (scheduler.time_attr, which must then be
-    "step", the default): an int from -2**53 to 2**53. `metrics` are real
-    numbers: int, float (nan and inf are taken; a NaN objective is stored
-    as no value), bool (as 1 and 0), or numpy scalars; a 0-d tensor needs
-    `.item()`. Names are what tune's metric-line parser takes:
+    `step` is the report's step under scheduler.time_attr "step" (the
+    default; with another time_attr, pass that one as a metric too, e.g.
+    `report(step, epoch=2, loss=0.3)`): an int from -2**53 to 2**53.
+    `metrics` are real numbers: int, float (nan and inf are taken; a NaN
+    objective is stored as no value), bool (as 1 and 0), or numpy scalars;
+    a 0-d tensor needs `.item()`. Names are what tune's metric-line parser takes:
     [A-Za-z0-9_.\\-/]+, so `report(3, **{"eval/loss": 0.2})` works and
     "step" is not a metric name here. Anything else raises ValueError and
     prints nothing.
