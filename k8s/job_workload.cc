@@ -66,6 +66,8 @@ Result<std::string> JobWorkload::Render(const KubernetesOptions& opts, const Lau
   container["ports"] = json::array({{{"name", "rendezvous"}, {"containerPort", kMasterPort}}});
   json pod_spec = {{"restartPolicy", "Never"},
                    {"subdomain", name},
+                   // SIGTERM to SIGKILL when tune deletes the Job (trial.stop_grace_s).
+                   {"terminationGracePeriodSeconds", static_cast<int64_t>(std::ceil(spec.stop_grace_s))},
                    {"containers", json::array({container})}};
   TUNE_RETURN_IF_ERROR(AddPodOptions(opts, &pod_spec));
 

@@ -10,7 +10,8 @@
 // LOCAL_WORLD_SIZE=1, MASTER_ADDR and MASTER_PORT (kMasterPort); a
 // trial.env entry of those names is overridden. backoffLimit =
 // backend.backoff_limit, activeDeadlineSeconds = ceil(trial.timeout_s),
-// ttlSecondsAfterFinished = backend.ttl_seconds_after_finished.
+// ttlSecondsAfterFinished = backend.ttl_seconds_after_finished; the pods'
+// terminationGracePeriodSeconds = ceil(trial.stop_grace_s).
 //
 // Status: the Job's Complete or Failed condition ends it; a pod belongs to
 // the Job its job-name label names; rank = the completion index.

@@ -28,7 +28,9 @@ Result<json> ReplicaSpec(const KubernetesOptions& opts, const LaunchSpec& spec, 
   if (master) {
     container["ports"] = json::array({{{"name", kPyTorchPortName}, {"containerPort", kPyTorchPort}}});
   }
-  json pod_spec = {{"containers", json::array({container})}};
+  json pod_spec = {{"containers", json::array({container})},
+                   // SIGTERM to SIGKILL when tune deletes the job (trial.stop_grace_s).
+                   {"terminationGracePeriodSeconds", static_cast<int64_t>(std::ceil(spec.stop_grace_s))}};
   TUNE_RETURN_IF_ERROR(AddPodOptions(opts, &pod_spec));
   // With backend.backoff_limit > 0 the operator may replace a pod: under
   // ExitCode it makes a pod that was killed by a signal (exit code >= 128:

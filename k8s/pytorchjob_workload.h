@@ -15,7 +15,8 @@
 // = ceil(trial.timeout_s), cleanPodPolicy None (the pods outlive the job
 // until tune has read rank 0's log and deletes the PyTorchJob),
 // ttlSecondsAfterFinished = backend.ttl_seconds_after_finished (the
-// backstop if tune dies). The object and the replica templates carry the
+// backstop if tune dies). Every pod's terminationGracePeriodSeconds =
+// ceil(trial.stop_grace_s). The object and the replica templates carry the
 // labels and annotations of k8s/render.h.
 //
 // Status: the Succeeded or Failed condition ends it; a pod belongs to the

@@ -14,7 +14,10 @@
 // labels (not ours): they are found by jobset.sigs.k8s.io/jobset-name; rank
 // 0 = job-index 0, completion index 0. A failed container restarts in place
 // (restartPolicy OnFailure). A TrainJob has no deadline of its own: the
-// backend enforces trial.timeout_s.
+// backend enforces trial.timeout_s. Nor can a TrainJob set the pods'
+// terminationGracePeriodSeconds (podSpecOverrides has no such field): the
+// runtime's pod template decides (Kubernetes' default 30 s), not
+// trial.stop_grace_s.
 //
 // Internal to tune_k8s; stateless and thread-safe.
 #pragma once

@@ -43,6 +43,9 @@ struct LaunchSpec {
   int gpu_per_worker = 0;
   std::string memory_per_worker;  // Kubernetes only
   double timeout_s = 0;           // 0: none
+  // Seconds between SIGTERM and SIGKILL when the attempt is stopped
+  // (trial.stop_grace_s); on Kubernetes the pods' terminationGracePeriodSeconds.
+  double stop_grace_s = 5;
   std::string time_attr = "step";
 };
 

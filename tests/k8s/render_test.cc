@@ -30,6 +30,7 @@ LaunchSpec TwoWorkerSpec() {
   s.gpu_per_worker = 1;
   s.memory_per_worker = "4Gi";
   s.timeout_s = 90.5;
+  s.stop_grace_s = 12.5;
   s.working_dir = "/data";
   return s;
 }
@@ -108,6 +109,7 @@ TEST_CASE("a trial renders as a headless Service and an Indexed Job", "[k8s][ren
   const json& pod = spec["template"]["spec"];
   CHECK(pod["restartPolicy"] == "Never");
   CHECK(pod["subdomain"] == "lora-asha-t3-a1");
+  CHECK(pod["terminationGracePeriodSeconds"] == 13);  // ceil(trial.stop_grace_s)
   CHECK(pod["serviceAccountName"] == "trainer");
   CHECK(pod["nodeSelector"]["pool"] == "gpu");
   CHECK(pod["tolerations"][0]["key"] == "nvidia.com/gpu");
@@ -231,6 +233,7 @@ TEST_CASE("a pytorchjob trial is one PyTorchJob: a Master and workers - 1 Worker
     INFO(type);
     const json& r = replicas[type];
     CHECK(r["restartPolicy"] == "Never");
+    CHECK(r["template"]["spec"]["terminationGracePeriodSeconds"] == 13);  // ceil(trial.stop_grace_s)
     for (const json* md : {&job["metadata"], &r["template"]["metadata"]}) {
       CHECK((*md)["labels"]["tune.io/experiment"] == "lora-asha");
       CHECK((*md)["labels"]["tune.io/trial-id"] == "42");
@@ -310,6 +313,8 @@ TEST_CASE("a trainjob trial is one TrainJob naming its runtime", "[k8s][render][
   CHECK_FALSE(env.count("PET_NODE_RANK"));
   const json& ov = spec["podSpecOverrides"][0];
   CHECK(ov["targetJobs"] == json::parse(R"([{"name": "trainer-node"}])"));
+  // podSpecOverrides has no terminationGracePeriodSeconds: the runtime's.
+  CHECK_FALSE(ov.contains("terminationGracePeriodSeconds"));
   CHECK(ov["tolerations"][0]["key"] == "nvidia.com/gpu");
   CHECK(ov["volumes"][0]["name"] == "data");
   CHECK(ov["containers"][0]["name"] == "trainer");
