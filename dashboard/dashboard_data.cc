@@ -16,6 +16,8 @@
 
 #include "core/json_text.h"
 #include "core/trial_dir_name.h"
+#include "dashboard/pareto_json.h"
+#include "dashboard/pareto_view.h"
 #include "dashboard/results_query.h"
 #include "schedulers/asha_scheduler.h"
 #include "spec/experiment_spec.h"
@@ -88,14 +90,34 @@ Json Summary(const ExperimentRecord& e, const std::optional<ExperimentSpec>& spe
   j["counts"] = counts;
   j["trials"] = tally.total;
   j["best"] = tally.best ? Json{{"number", tally.best->first}, {"value", tally.best->second}} : Json(nullptr);
+  // Several objectives or constraints: each one (single-objective
+  // documents stay as they were).
+  if (spec && IsMultiObjective(*spec)) j["objectives"] = ObjectivesJson(*spec);
+  if (spec && !spec->constraints.empty()) j["constraints"] = ConstraintsJson(*spec);
   return j;
 }
 
-Json TrialRow(const TrialRecord& r) {
+Json Numbers(const std::vector<double>& values) {
+  if (values.empty()) return nullptr;
+  Json out = Json::array();
+  for (double v : values) out.push_back(Num(v));
+  return out;
+}
+
+// A trial's row. With several objectives it carries "values" (each
+// objective's, in list order; null until it completed with all of them),
+// with constraints "constraint_values" (Optuna's convention, <= 0
+// satisfied; null until completed) and "feasible" (null until completed).
+Json TrialRow(const TrialRecord& r, const std::optional<ExperimentSpec>& spec) {
   Json j;
   j["number"] = r.trial.number;
   j["state"] = TrialStateName(r.trial.state);
   j["value"] = Opt(r.trial.value);
+  if (spec && IsMultiObjective(*spec)) j["values"] = Numbers(r.trial.values);
+  if (spec && !spec->constraints.empty()) {
+    j["constraint_values"] = Numbers(r.trial.constraints);
+    j["feasible"] = r.trial.constraints.empty() ? Json(nullptr) : Json(IsFeasible(r.trial));
+  }
   j["params"] = ParamsJson(r.trial.params);
   j["attempts"] = AttemptsOf(r);
   j["last_step"] = Opt(r.last_step);
@@ -285,12 +307,14 @@ Result<Json> TrialDoc(Storage& storage, const std::string& runs_dir, const Exper
                       const std::optional<ExperimentSpec>& spec, const TrialRecord& record,
                       const std::vector<ScheduleEntry>& schedule, int log_lines) {
   TUNE_ASSIGN_OR_RETURN(std::vector<StoredReport> reports, storage.ListTrialReports(record.trial.id));
-  Json j = TrialRow(record);
+  Json j = TrialRow(record, spec);
   j["failed_attempts"] = record.failed_attempts;
   j["schedule"] = ScheduleJson(schedule);
   j["experiment"] = e.name;
   j["metric"] = spec ? spec->objective.metric : ObjectiveSpec{}.metric;
   j["current_attempt"] = record.trial.attempt;
+  if (spec && IsMultiObjective(*spec)) j["objectives"] = ObjectivesJson(*spec);
+  if (spec && !spec->constraints.empty()) j["constraints"] = ConstraintsJson(*spec);
   Json rows = Json::array();
   for (const StoredReport& s : reports) {
     Json metrics = Json::object();
@@ -342,7 +366,13 @@ Result<std::string> DashboardData::Experiments() {
   for (const ExperimentRecord& e : experiments) {
     std::optional<ExperimentSpec> spec = SpecOf(e);
     TUNE_ASSIGN_OR_RETURN(TrialTally tally, storage_.TallyTrials(e.id, ObjectiveOf(spec).mode == Mode::kMax));
-    out.push_back(Summary(e, spec, tally));
+    Json j = Summary(e, spec, tally);
+    if (spec && IsMultiObjective(*spec)) {
+      // The front's size: one more query, for multi-objective experiments only.
+      TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialSummaries(e.id));
+      j["front_size"] = ComputeParetoView(*spec, records).front.size();
+    }
+    out.push_back(std::move(j));
   }
   return Dump(out);
 }
@@ -362,7 +392,7 @@ Result<std::string> DashboardData::Experiment(const std::string& name) {
   Json::object_t& curve_of = curves.get_ref<Json::object_t&>();
   curve_of.reserve(records.size());
   for (const TrialRecord& r : records) {
-    rows.push_back(TrialRow(r));
+    rows.push_back(TrialRow(r, spec));
     if (r.trial.intermediate.empty()) continue;
     Json curve = Json::array();
     for (const auto& [step, value] : r.trial.intermediate) curve.push_back({step, Num(value)});
@@ -375,6 +405,7 @@ Result<std::string> DashboardData::Experiment(const std::string& name) {
   j["best_schedule"] = best ? ScheduleJson(TrialScheduleOf(best->trial, exploits)) : Json(nullptr);
   j["lineage"] = LineageJson(exploits);
   j["importance"] = ImportanceJson(spec, records);
+  if (spec && IsMultiObjective(*spec)) j["pareto"] = ParetoJson(*spec, records, ComputeParetoView(*spec, records));
   return Dump(j);
 }
 

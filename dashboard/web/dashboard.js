@@ -371,15 +371,121 @@
     });
   }
 
+  // --- Several objectives: the Pareto front and the hypervolume ----------
+
+  // The objective pairs to scatter: the first two; with 3 or 4 objectives
+  // every pair (a matrix of scatters, upper triangle).
+  function objectivePairs(exp) {
+    const m = exp.objectives.length;
+    const pairs = [];
+    for (let i = 0; i < m; ++i) for (let j = i + 1; j < m; ++j) pairs.push([i, j]);
+    return m === 2 ? pairs.slice(0, 1) : pairs;
+  }
+
+  function objectiveLabel(o) { return o.metric + ' (' + o.mode + ')'; }
+
+  // One scatter per pair: every feasible completed trial (grey, the front's
+  // points blue), infeasible ones as red crosses, and the front as a step
+  // line through its points in the order of the pair's first objective.
+  function paretoCharts(view, exp) {
+    const p = exp.pareto;
+    const pairs = objectivePairs(exp);
+    const byNumber = new Map(exp.trial_rows.map((r) => [r.number, r]));
+    const onFront = new Set(p.front.map((f) => f.number));
+    if (view.pareto.grid.childElementCount !== pairs.length) {
+      view.pareto.grid.replaceChildren();
+      for (const [i, j] of pairs) {
+        const box = chartBox(exp.objectives[j].metric + ' against ' + exp.objectives[i].metric);
+        box.canvas.id = 'pareto-' + i + '-' + j;
+        view.pareto.grid.appendChild(box.card);
+      }
+    }
+    view.pareto.grid.className = pairs.length > 1 ? 'grid pairs' : 'grid';
+    view.pareto.noteEl.textContent = p.front.length + ' trial' + (p.front.length === 1 ? '' : 's') +
+      ' on the Pareto front of ' + p.feasible.length + ' feasible completed' +
+      (p.infeasible.length ? ' (' + p.infeasible.length + ' infeasible, red ×)' : '') +
+      (pairs.length > 1 ? '; the front (blue) is non-dominated in all ' + exp.objectives.length +
+        ' objectives, so in a pair a front point may lie behind others.' : '; the step line joins the front.');
+    const point = (r, i, j) => ({ x: r.values[i], y: r.values[j], n: r.number });
+    const rowsOf = (numbers) => numbers.map((n) => byNumber.get(n)).filter((r) => r && r.values);
+    pairs.forEach(([i, j], k) => {
+      const canvas = view.pareto.grid.children[k].querySelector('canvas');
+      const feasible = rowsOf(p.feasible);
+      const front = p.front.map((f) => ({ x: f.values[i], y: f.values[j], n: f.number }));
+      if (i !== 0) {  // the step line in the order of this pair's first objective
+        const sign = exp.objectives[i].mode === 'max' ? -1 : 1;
+        front.sort((a, b) => sign * (a.x - b.x) || a.n - b.n);
+      }
+      const datasets = [
+        {
+          type: 'line', label: 'Pareto front', data: front, tunePareto: 'front', stepped: 'before',
+          showLine: pairs.length === 1,
+          borderColor: '#1f77b4', backgroundColor: '#1f77b4', pointRadius: 4, borderWidth: 1.5, order: 0,
+        },
+        {
+          type: 'scatter', label: 'feasible', data: feasible.filter((r) => !onFront.has(r.number)).map((r) => point(r, i, j)),
+          tunePareto: 'feasible', backgroundColor: '#90a4ae99', borderColor: '#90a4ae', pointRadius: 3, order: 1,
+        },
+        {
+          type: 'scatter', label: 'infeasible', data: rowsOf(p.infeasible).map((r) => point(r, i, j)),
+          tunePareto: 'infeasible', pointStyle: 'crossRot', pointRadius: 5, pointBorderWidth: 2,
+          backgroundColor: '#d62728', borderColor: '#d62728', order: 2,
+        },
+      ];
+      drawChart('pareto:' + i + '-' + j, canvas, {
+        type: 'scatter',
+        data: { datasets },
+        options: {
+          maintainAspectRatio: false,
+          plugins: {
+            tooltip: { callbacks: { label: (ctx) => 'trial ' + ctx.raw.n + ': ' + exp.objectives[i].metric + ' = ' +
+              fmt(ctx.raw.x) + ', ' + exp.objectives[j].metric + ' = ' + fmt(ctx.raw.y) } },
+          },
+          scales: {
+            x: { type: 'linear', title: { display: true, text: objectiveLabel(exp.objectives[i]) } },
+            y: { type: 'linear', title: { display: true, text: objectiveLabel(exp.objectives[j]) } },
+          },
+        },
+      });
+    });
+  }
+
+  // The hypervolume of the front so far, after each feasible completed trial.
+  function hypervolumeChart(view, exp) {
+    const p = exp.pareto;
+    view.hypervolume.noteEl.textContent = 'The hypervolume of the front of the feasible trials completed so far, ' +
+      'against the ' + p.reference_text + (p.hypervolume !== null ? '; now ' + fmt(p.hypervolume) : '') + '.';
+    drawChart('hypervolume', view.hypervolume.canvas, {
+      type: 'line',
+      data: {
+        datasets: [{
+          label: 'hypervolume', data: p.hypervolume_curve.map((c) => ({ x: c[0], y: c[1] })), stepped: 'before',
+          borderColor: '#263238', backgroundColor: '#263238', pointRadius: 2, borderWidth: 1.5,
+        }],
+      },
+      options: {
+        maintainAspectRatio: false,
+        plugins: { legend: { display: false } },
+        scales: { x: { type: 'linear', title: { display: true, text: 'trial' } }, y: { title: { display: true, text: 'hypervolume' } } },
+      },
+    });
+  }
+
   // --- Trial table -------------------------------------------------------
 
   function trialTable(view, exp) {
     const t = view.table;
     const paramNames = exp.parameters.map((p) => p.name);
+    const objectives = exp.objectives || null;
+    const onFront = new Set(exp.pareto ? exp.pareto.front.map((f) => f.number) : []);
     const columns = [
       ['number', (r) => r.number, true],
       ['state', (r) => r.state, false],
-      ['value', (r) => r.value, true],
+      ...(objectives
+        ? objectives.map((o, i) => [o.metric, (r) => (r.values ? r.values[i] : null), true])
+          .concat([['front', (r) => (onFront.has(r.number) ? 'yes' : null), false]])
+        : [['value', (r) => r.value, true]]),
+      ...(exp.constraints ? [['feasible', (r) => (r.feasible === null || r.feasible === undefined ? null : r.feasible ? 'yes' : 'no'), false]] : []),
       ...paramNames.map((n) => [n, (r) => r.params[n], typeof (exp.trial_rows[0] || { params: {} }).params[n] === 'number']),
       ['last step', (r) => r.last_step, true],
       ['pruned at rung', (r) => r.pruned_rung, true],
@@ -530,7 +636,8 @@
         el('td', { class: 'state-' + e.state, text: e.state, title: e.message }),
         el('td', { class: 'num', text: String(e.trials) }),
         ...states.map((s) => el('td', { class: 'num', text: String(e.counts[s]) })),
-        el('td', { class: 'num', text: e.best ? fmt(e.best.value) + ' (trial ' + e.best.number + ')' : '—' }),
+        el('td', { class: 'num', text: e.objectives ? e.front_size + ' on the Pareto front'
+          : e.best ? fmt(e.best.value) + ' (trial ' + e.best.number + ')' : '—' }),
         el('td', { text: fmtTime(e.created_at) }),
         el('td', { class: 'num', text: fmtDuration(e.run_seconds) })));
       table.replaceChildren(el('thead', null, head), el('tbody', null, ...rows));
@@ -550,18 +657,27 @@
       parallel: chartBox('Parallel coordinates'),
       importance: chartBox('Parameter importances'),
       slices: el('div', { class: 'slices' }),
+      pareto: { card: el('section', { class: 'card', id: 'pareto' }), grid: el('div', { class: 'grid' }),
+        noteEl: el('div', { class: 'note' }) },
+      hypervolume: chartBox('Hypervolume'),
       lineage: { card: el('section', { class: 'card', id: 'lineage' }), table: el('table', { id: 'lineage-table' }),
         best: el('div') },
       table: { sort: 'number', dir: 1, state: '', all: false, tableEl: el('table', { id: 'trials' }), countEl: el('span'), moreEl: null },
     };
     view.history.canvas.id = 'history';
+    view.hypervolume.canvas.id = 'hypervolume';
+    view.pareto.card.append(el('h3', { text: 'Pareto front' }), view.pareto.noteEl, view.pareto.grid);
+    view.pareto.card.hidden = true;
+    view.hypervolume.card.hidden = true;
     view.curves.canvas.id = 'curves';
     const stateSelect = el('select', { id: 'state-filter', onchange: (ev) => { view.table.state = ev.target.value; trialTable(view, last); } },
       el('option', { value: '', text: 'all states' }), ...Object.keys(STATE_COLORS).map((s) => el('option', { value: s, text: s })));
     view.table.moreEl = el('button', { text: 'show all', onclick: () => { view.table.all = true; trialTable(view, last); } });
     main.replaceChildren(
       el('h2', { text: name }), view.summary,
-      el('div', { class: 'grid' }, view.history.card, view.curves.card, view.parallel.card, view.importance.card),
+      view.pareto.card,
+      el('div', { class: 'grid' }, view.hypervolume.card, view.history.card, view.curves.card, view.parallel.card,
+        view.importance.card),
       view.lineage.card,
       el('h3', { text: 'Slice plots' }), view.slices,
       el('h3', { text: 'Trials' }),
@@ -581,12 +697,18 @@
       const c = exp.counts;
       view.summary.textContent = exp.state + (exp.message ? ' (' + exp.message + ')' : '') + ' · ' + exp.trials +
         ' trials: ' + FINISHED.concat(['running', 'paused', 'pending']).filter((s) => c[s]).map((s) => c[s] + ' ' + s).join(', ') +
-        ' · objective ' + exp.metric + ' (' + exp.mode + ')' +
-        (exp.best ? ' · best ' + fmt(exp.best.value) + ' (trial ' + exp.best.number + ')' : '') +
+        (exp.objectives
+          ? ' · objectives ' + exp.objectives.map(objectiveLabel).join(', ') + ' · ' + exp.pareto.front.length +
+            ' on the Pareto front'
+          : ' · objective ' + exp.metric + ' (' + exp.mode + ')' +
+            (exp.best ? ' · best ' + fmt(exp.best.value) + ' (trial ' + exp.best.number + ')' : '')) +
         ' · scheduler ' + exp.scheduler.type + ' · ' + fmtDuration(exp.run_seconds);
       // Each part timed (performance.measure "tune:<part>", for the bench).
-      const parts = [['history', historyChart], ['curves', curvesChart], ['parallel', parallelChart],
-        ['importance', importanceChart], ['slices', sliceCharts], ['lineage', lineageTable], ['table', trialTable]];
+      const several = !!exp.pareto;
+      view.pareto.card.hidden = !several;
+      view.hypervolume.card.hidden = !several;
+      const parts = (several ? [['pareto', paretoCharts], ['hypervolume', hypervolumeChart]] : []).concat([['history', historyChart], ['curves', curvesChart], ['parallel', parallelChart],
+        ['importance', importanceChart], ['slices', sliceCharts], ['lineage', lineageTable], ['table', trialTable]]);
       for (const [part, draw] of parts) {
         const t0 = performance.now();
         draw(view, exp);
@@ -613,7 +735,13 @@
       const t = await getTrial(name, number);
       if (gen !== generation) return;
       const kv = (k, v, cls) => el('tr', null, el('th', { text: k }), el('td', { class: cls || '', text: v }));
-      info.replaceChildren(kv('state', t.state, 'state-' + t.state), kv('value (' + t.metric + ')', fmt(t.value)),
+      const values = t.objectives
+        ? t.objectives.map((o, i) => kv(o.metric + ' (' + o.mode + ')', fmt(t.values ? t.values[i] : null)))
+        : [kv('value (' + t.metric + ')', fmt(t.value))];
+      if (t.constraints) {
+        values.push(kv('feasible', t.feasible === null || t.feasible === undefined ? '—' : t.feasible ? 'yes' : 'no'));
+      }
+      info.replaceChildren(kv('state', t.state, 'state-' + t.state), ...values,
         kv('attempts', String(t.attempts) + (t.failed_attempts ? ' (' + t.failed_attempts + ' failed and retried)' : '')), kv('last step', fmt(t.last_step)), kv('pruned at rung', fmt(t.pruned_rung)),
         kv('started', fmtTime(t.started_at)), kv('ended', fmtTime(t.ended_at)), kv('where', t.location),
         kv('message', t.message || '—'));
