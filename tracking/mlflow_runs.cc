@@ -138,6 +138,13 @@ std::vector<MlflowMetric> MlflowRuns::Metrics(const MetricReport& r) {
   return out;
 }
 
+std::vector<MlflowMetric> MlflowRuns::FinalValues(const FinalMetricNames& names, const Trial& t, int64_t step,
+                                                  double time) {
+  std::vector<MlflowMetric> out;
+  for (const auto& [key, v] : FinalMetrics(names, t)) out.push_back({key, v, Millis(time), step});
+  return out;
+}
+
 Result<MlflowRuns::ParentEnd> MlflowRuns::ParentEndFromStorage(double now) {
   ParentEnd end;
   ExperimentState state = ExperimentState::kRunning;

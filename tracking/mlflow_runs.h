@@ -15,7 +15,10 @@
 // - Trial params: the trial's values (ParamToString). Metrics: every counted
 //   report, with its step and time. Tags: tune.state, tune.attempt,
 //   tune.pruned_rung, tune.error. Status: FINISHED (completed), FAILED,
-//   KILLED (pruned or stopped).
+//   KILLED (pruned or stopped). With several objectives or constraints, a
+//   completed trial's final values at its last step (FinalMetrics,
+//   tracking/final_metrics.h): each objective under its metric name,
+//   tune.constraint.<metric>, tune.feasible.
 // - The parent's end: metric best_<objective metric> (step = finished trials),
 //   tags tune.best_trial and best.<param> (tags, not params: MLflow params
 //   never change, and a resumed experiment may find a better trial).
@@ -29,6 +32,7 @@
 
 #include "core/trial.h"
 #include "storage/storage.h"
+#include "tracking/final_metrics.h"
 #include "tracking/mlflow_client.h"
 
 namespace tune::tracking {
@@ -41,6 +45,7 @@ struct MlflowTarget {
   ExperimentId experiment_id = 0;  // 0: found by tune_experiment in the database
   std::string objective_metric;
   bool maximize = false;
+  FinalMetricNames final_metrics;  // several objectives, constraints
 };
 
 class MlflowRuns {
@@ -68,6 +73,10 @@ class MlflowRuns {
   static MlflowTags EndTags(const TrialRecord& r);
   static const char* RunStatus(TrialState s);  // FINISHED, FAILED, KILLED; RUNNING otherwise
   static std::vector<MlflowMetric> Metrics(const MetricReport& r);
+  // A finished trial's final values (FinalMetrics) at `step` (its last
+  // step) and `time` (Unix s, its end); none for most trials.
+  static std::vector<MlflowMetric> FinalValues(const FinalMetricNames& names, const Trial& t, int64_t step,
+                                               double time);
   // The parent's end: best metric and tags, and its status from the
   // experiment's state (running counts as KILLED: the run was interrupted).
   struct ParentEnd {

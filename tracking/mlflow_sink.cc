@@ -28,7 +28,7 @@ std::string Plural(size_t n, const std::string& what) {
 }  // namespace
 
 MlflowSink::MlflowSink(MlflowTarget target, Storage* storage, MlflowSinkOptions options)
-    : options_(std::move(options)), storage_(storage) {
+    : options_(std::move(options)), storage_(storage), final_metrics_(target.final_metrics) {
   client_ = std::make_unique<MlflowClient>(target.connection, options_.request_timeout);
   uri_ = client_->connection().tracking_uri;  // without credentials
   if (std::string w = client_->connection().PlainHttpWarning(); !w.empty()) Warn(w);
@@ -158,8 +158,12 @@ Status MlflowSink::Deliver(const std::vector<Item>& items) {
     if (auto stored = storage_->GetTrialSummary(end->trial.id); stored.ok()) {
       record.pruned_rung = stored->pruned_rung;
       record.message = stored->message;
+      record.last_step = stored->last_step;
       ended = stored->ended_at.value_or(ended);
     }
+    // Several objectives or constraints: the values the tuner ranked on.
+    for (MlflowMetric& m : MlflowRuns::FinalValues(final_metrics_, end->trial, record.last_step.value_or(0), ended))
+      metrics.push_back(std::move(m));
     // The end's tags replace the start's of the same key (tune.state):
     // one request must not set a tag twice.
     for (auto& tag : MlflowRuns::EndTags(record)) {

@@ -104,6 +104,7 @@ class MlflowSink : public TrackingSink {
   Storage* storage_;
   std::unique_ptr<MlflowClient> client_;  // used by the delivery thread only
   std::unique_ptr<MlflowRuns> runs_;      // used by the delivery thread only
+  FinalMetricNames final_metrics_;
   bool parent_running_ = false;           // delivery thread only: parent set RUNNING
   std::set<std::pair<std::string, std::string>> refused_keys_;  // delivery thread only: (kind, key)
 

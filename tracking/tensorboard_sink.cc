@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -87,7 +88,8 @@ Status WriteReport(TfRecordWriter* w, const MetricReport& r) {
 
 }  // namespace
 
-TensorBoardSink::TensorBoardSink(std::string root) : root_(std::move(root)) {}
+TensorBoardSink::TensorBoardSink(std::string root, FinalMetricNames final_metrics)
+    : root_(std::move(root)), final_metrics_(std::move(final_metrics)) {}
 
 std::string TensorBoardSink::RunDir(const std::string& root, int number) {
   return (fs::path(root) / TrialDirName(number)).string();
@@ -128,12 +130,16 @@ void TensorBoardSink::OnAttemptRestarted(const Trial& t) {
 void TensorBoardSink::OnReport(const Trial& t, const MetricReport& r) {
   auto it = runs_.find(t.id);
   if (it == runs_.end()) return;
+  it->second->last_step = std::max(it->second->last_step, r.step);
   for (const auto& [name, v] : r.values) Write(t, it->second.get(), ScalarEvent(r.time, r.step, name, v));
 }
 
 void TensorBoardSink::OnTrialFinished(const Trial& t, double time) {
   auto it = runs_.find(t.id);
   if (it == runs_.end()) return;  // never started in this run of the tuner
+  for (const auto& [name, v] : FinalMetrics(final_metrics_, t)) {
+    Write(t, it->second.get(), ScalarEvent(time, it->second->last_step, name, v));
+  }
   Write(t, it->second.get(), SessionEndEvent(time, StatusOf(t.state)));
   runs_.erase(it);
 }
@@ -144,10 +150,19 @@ std::vector<std::string> TensorBoardSink::Finish() {
 }
 
 Status WriteTrialEvents(const std::string& run_dir, const Trial& t, double started_at,
-                        const std::vector<MetricReport>& reports, std::optional<double> ended_at) {
+                        const std::vector<MetricReport>& reports, std::optional<double> ended_at,
+                        const FinalMetricNames& final_metrics) {
   TfRecordWriter w;
   TUNE_RETURN_IF_ERROR(StartRun(&w, run_dir, t, started_at));
-  for (const MetricReport& r : reports) TUNE_RETURN_IF_ERROR(WriteReport(&w, r));
+  int64_t last_step = 0;
+  for (const MetricReport& r : reports) {
+    TUNE_RETURN_IF_ERROR(WriteReport(&w, r));
+    last_step = std::max(last_step, r.step);
+  }
+  if (ended_at) {
+    for (const auto& [name, v] : FinalMetrics(final_metrics, t))
+      TUNE_RETURN_IF_ERROR(w.Append(ScalarEvent(*ended_at, last_step, name, v)));
+  }
   if (ended_at && IsFinished(t.state)) TUNE_RETURN_IF_ERROR(w.Append(SessionEndEvent(*ended_at, StatusOf(t.state))));
   return Status::Ok();
 }
