@@ -389,8 +389,8 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
     std::string names;
     size_t index = 0;
     bool found = false;
-    const std::vector<ObjectiveSpec> objectives =
-        spec ? spec->objectives : std::vector<ObjectiveSpec>{ObjectiveSpec{obj.metric, obj.mode}};
+    std::vector<ObjectiveSpec> objectives = spec ? spec->objectives : std::vector<ObjectiveSpec>(1);
+    if (!spec) objectives[0].metric = obj.metric, objectives[0].mode = obj.mode;
     for (size_t i = 0; i < objectives.size(); ++i) {
       names += (i ? ", " : "") + objectives[i].metric;
       if (objectives[i].metric == listing.sort_objective) index = i, found = true;

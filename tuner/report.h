@@ -57,11 +57,11 @@ struct TrialListing {
   // that have a value (pruned ones: their value when stopped) the same way,
   // then those without one; ties by number.
   bool best_first = false;
+  int limit = 0;  // at most this many rows, after ordering; 0: all
   // An objective's metric: best first by that objective (completed trials
   // with its value, in its direction; then the rest by number). A list of
   // objectives only; for the one objective it means best_first.
   std::string sort_objective;
-  int limit = 0;  // at most this many rows, after ordering; 0: all
 };
 
 // One row per trial: number, state, value (with several objectives, one

@@ -1,6 +1,8 @@
 // The schema version check and the connection settings, on real files.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <fstream>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -15,7 +17,10 @@ namespace {
 // Takes a current database back to version 2, as an earlier tune wrote it:
 // no reports.excluded, and the old observation_logs view.
 // Version 5: no exploits, reports.carried_from or trials.failed_attempts.
+void RewindToV6(SQLite::Database& raw) { raw.exec("DROP TABLE trial_values; PRAGMA user_version = 6;"); }
+
 void RewindToV5(SQLite::Database& raw) {
+  RewindToV6(raw);
   raw.exec(
       "DROP TABLE exploits; ALTER TABLE reports DROP COLUMN carried_from; "
       "ALTER TABLE trials DROP COLUMN failed_attempts; PRAGMA user_version = 5;");
@@ -275,6 +280,54 @@ TEST_CASE("a version 5 database gains exploits, carried reports and failed attem
   CHECK((*records)[0].last_step == 5);
   CHECK((*records)[0].failed_attempts == 0);
   CHECK((*db)->ListExploits(e)->empty());
+}
+
+TEST_CASE("a version 6 database gains trial_values; its trials keep their one value", "[storage][schema]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("v6.db");
+  TrialId done = 0, open = 0;
+  {
+    auto db = std::move(OpenSqliteStorage(path)).value();
+    ExperimentId e = *db->CreateExperiment("old", "{}", 3);
+    done = db->CreateTrial(e, {{"lr", 0.1}})->id;
+    open = db->CreateTrial(e, {{"lr", 0.2}})->id;
+    REQUIRE(db->StartTrial(done, 0, "local").ok());
+    REQUIRE(db->FinishTrial(done, TrialState::kCompleted, 0.5, std::nullopt, "completed").ok());
+    REQUIRE(db->StartTrial(open, 0, "local").ok());
+  }
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    RewindToV6(raw);
+    CHECK_FALSE(raw.tableExists("trial_values"));
+  }
+  auto db = OpenSqliteStorage(path);
+  REQUIRE(db.ok());
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READONLY);
+    CHECK(raw.execAndGet("PRAGMA user_version").getInt() == internal::kSchemaVersion);
+    CHECK(raw.tableExists("trial_values"));
+  }
+  // The running trial finishes with several values; NaN reads back as NaN.
+  REQUIRE((*db)
+              ->FinishTrialWithValues(open, TrialState::kCompleted, 0.25, {0.25, std::nan("")}, {-1.5}, std::nullopt,
+                                      "completed")
+              .ok());
+  ExperimentId e = (*db)->FindExperiment("old")->id;
+  auto trials = (*db)->ListTrials(e);
+  REQUIRE(trials.ok());
+  REQUIRE(trials->size() == 2);
+  CHECK((*trials)[0].value == 0.5);
+  CHECK((*trials)[0].values.empty());
+  REQUIRE((*trials)[1].values.size() == 2);
+  CHECK((*trials)[1].values[0] == 0.25);
+  CHECK(std::isnan((*trials)[1].values[1]));
+  CHECK((*trials)[1].constraints == std::vector<double>{-1.5});
+  auto one = (*db)->GetTrialSummary(open);
+  REQUIRE(one.ok());
+  CHECK(one->trial.constraints == std::vector<double>{-1.5});
+  // A finished trial is immutable, its values too.
+  CHECK_FALSE((*db)->FinishTrialWithValues(open, TrialState::kCompleted, 1, {1, 1}, {1}, std::nullopt, "again").ok());
+  CHECK((*db)->ListTrialSummaries(e)->at(1).trial.values.at(0) == 0.25);
 }
 
 TEST_CASE("files that are not tune databases are refused", "[storage][schema]") {
