@@ -17,10 +17,10 @@
 #
 # Optuna 5.0.0 comes from the virtual environment of bench/gp_optuna_venv.sh
 # (created on first use). Runs go to DIR (default mo-bench/ under the build
-# directory) as JSON lines: tune.jsonl (rewritten each time: seconds) and
+# directory) as JSON lines: tune.jsonl (rewritten each time) and
 # optuna.jsonl (appended to; runs it already holds are skipped, so an
 # interrupted run resumes). Optuna runs on one core under nice -n 10, with
-# OMP_NUM_THREADS=1; it needs about 2 s of CPU per 200-trial TPE run (8 ms
+# OMP_NUM_THREADS=1; it needs 1.5 to 3 s of CPU per 200-trial TPE run (8 ms
 # per trial in the sampler, 16 ms with 3 objectives) and 0.1 s per NSGA-II
 # run: 30 seeds of everything took 20 minutes of wall time on a busy 2-core
 # machine. tune's side takes about a minute.
