@@ -707,8 +707,9 @@
       const several = !!exp.pareto;
       view.pareto.card.hidden = !several;
       view.hypervolume.card.hidden = !several;
-      const parts = (several ? [['pareto', paretoCharts], ['hypervolume', hypervolumeChart]] : []).concat([['history', historyChart], ['curves', curvesChart], ['parallel', parallelChart],
-        ['importance', importanceChart], ['slices', sliceCharts], ['lineage', lineageTable], ['table', trialTable]]);
+      const parts = (several ? [['pareto', paretoCharts], ['hypervolume', hypervolumeChart]] : []).concat([
+        ['history', historyChart], ['curves', curvesChart], ['parallel', parallelChart], ['importance', importanceChart],
+        ['slices', sliceCharts], ['lineage', lineageTable], ['table', trialTable]]);
       for (const [part, draw] of parts) {
         const t0 = performance.now();
         draw(view, exp);

@@ -288,3 +288,93 @@ TEST_CASE("dashboard in Chromium: reports after max_t are red triangles, outside
   CHECK(v["curve_steps"].back() == 30);
   for (const json& s : v["curve_steps"]) CHECK(s.get<int>() <= 30);
 }
+
+TEST_CASE("dashboard and tune report in Chromium: several objectives, the front and the hypervolume",
+          "[dashboard][browser][pareto]") {
+  fs::create_directories(kShots);
+  TempDir dir;
+  // eval_loss against adapter_mb (synthetic_trial --costs: 0.25 MB per unit
+  // of rank), peak_mem_gb (6 + 0.08 per unit of rank) at most 10: rank 64
+  // is infeasible, and the first trial has it.
+  json spec = {
+      {"name", "dash-mo"},
+      {"objective", {{{"metric", "eval_loss"}, {"mode", "min"}}, {{"metric", "adapter_mb"}, {"mode", "min"}}}},
+      {"constraints", {{{"metric", "peak_mem_gb"}, {"max", 10}}}},
+      {"parameters",
+       {{"lr", {{"type", "loguniform"}, {"low", 1e-4}, {"high", 1e-1}}},
+        {"lora_r", {{"type", "choice"}, {"values", {4, 8, 16, 32, 64}}}}}},
+      {"search", {{"algorithm", "random"}, {"seed", 7}, {"points_to_evaluate", {{{"lora_r", 64}}}}}},
+      {"limits", {{"max_trials", 12}, {"max_concurrent_trials", 2}}},
+      {"trial",
+       {{"command",
+         {kBin + "/synthetic_trial", "--lr", "${lr}", "--lora-r", "${lora_r}", "--dropout", "0.1", "--steps", "10",
+          "--report-every", "5", "--costs"}},
+        {"timeout_s", 60}}},
+  };
+  const std::string db = (dir.path / "results.db").string();
+  Output run = Sh(Tune("run " + Quote(WriteSpec(dir.path, spec).string()) + " --db " + Quote(db) + " --quiet"));
+  INFO(run.out);
+  REQUIRE(run.code == 0);
+  const fs::path html = kShots / "report-pareto.html";
+  Output made = Sh(Tune("report --db " + Quote(db) + " --experiment dash-mo --out " + Quote(html.string())));
+  INFO(made.out);
+  REQUIRE(made.code == 0);
+  // The report's data: the front the page must draw.
+  std::ifstream f(html);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string tag = "window.TUNE_REPORT = ";
+  const size_t at = text.find(tag);
+  REQUIRE(at != std::string::npos);
+  const json doc = json::parse(text.substr(at + tag.size(), text.find(";</script>", at) - at - tag.size()));
+  const json& pareto = doc["experiment"]["pareto"];
+  json front = json::array();
+  for (const json& p : pareto["front"]) front.push_back(p["number"]);
+  REQUIRE(front.size() > 0);
+  REQUIRE(pareto["infeasible"].size() > 0);
+  CHECK(pareto["infeasible"][0] == 0);  // rank 64's trial
+  CHECK(pareto["hypervolume"].get<double>() > 0);
+
+  // What the page draws: the front as a step line (in the front's order),
+  // the other feasible trials, the infeasible one, the hypervolume curve and
+  // the sentence naming its reference point; the table's objective columns.
+  const std::string chart = "tuneCharts['pareto:0-1']";
+  const std::string set = chart + ".data.datasets.find(d => d.tunePareto === ";
+  const std::vector<std::string> checks = {
+      "wait:document.body.dataset.loaded >= 1 && window." + chart + " && window.tuneCharts.hypervolume",
+      "eval:front=" + set + "'front').data.map(p => p.n)",
+      "eval:stepped=" + set + "'front').stepped",
+      "eval:drawn=" + chart + ".getDatasetMeta(0).data.length",
+      "eval:feasible=" + set + "'feasible').data.length",
+      "eval:infeasible=" + set + "'infeasible').data.map(p => p.n)",
+      "eval:hv=tuneCharts.hypervolume.data.datasets[0].data.map(p => p.x)",
+      "eval:hv_note=document.getElementById('hypervolume').closest('.card').querySelector('.note').textContent",
+      "eval:columns=Array.from(document.querySelectorAll('#trials th')).map(th => th.textContent)",
+  };
+  Dashboard dash(db, dir.path / "dash.log");
+  std::vector<std::string> steps = {"goto:" + dash.url() + "#/e/dash-mo"};
+  auto add = [&](const std::string& prefix) {
+    for (const std::string& s : checks) {
+      const size_t eq = s.find('=');
+      steps.push_back(s.rfind("eval:", 0) == 0 ? "eval:" + prefix + s.substr(5, eq - 5) + s.substr(eq) : s);
+    }
+  };
+  add("dash_");
+  steps.push_back("shot:" + (kShots / "dashboard-pareto.png").string());
+  steps.push_back("goto:file://" + html.string());
+  add("report_");
+  json out = Browse(steps);
+  const json& v = out["values"];
+  INFO(v.dump());
+  for (const std::string p : {"dash_", "report_"}) {
+    CHECK(v[p + "front"] == front);
+    CHECK(v[p + "stepped"] == "before");
+    CHECK(v[p + "drawn"] == front.size());
+    CHECK(v[p + "feasible"].get<size_t>() + front.size() == pareto["feasible"].size());
+    CHECK(v[p + "infeasible"] == pareto["infeasible"]);
+    CHECK(v[p + "hv"].size() == pareto["hypervolume_curve"].size());
+    CHECK(v[p + "hv_note"].get<std::string>().find(pareto["reference_text"].get<std::string>()) != std::string::npos);
+    const json& columns = v[p + "columns"];
+    for (const char* c : {"eval_loss", "adapter_mb", "front", "feasible"})
+      CHECK(std::find(columns.begin(), columns.end(), json(c)) != columns.end());
+  }
+}
