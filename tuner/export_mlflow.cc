@@ -120,6 +120,15 @@ std::string SpecJsonWithoutCredentials(const std::string& text) {
   return DumpJson(doc, 2) + "\n";
 }
 
+tracking::FinalMetricNames FinalMetricNamesOf(const ExperimentSpec& spec) {
+  tracking::FinalMetricNames names;
+  if (IsMultiObjective(spec)) {
+    for (const ObjectiveSpec& o : spec.objectives) names.objectives.push_back(o.metric);
+  }
+  for (const ConstraintSpec& c : spec.constraints) names.constraints.push_back(c.metric);
+  return names;
+}
+
 Result<tracking::MlflowTarget> MlflowTargetOf(const ExperimentSpec& spec, const std::string& tracking_uri) {
   const TrackingSpec::Mlflow m = spec.tracking.mlflow.value_or(TrackingSpec::Mlflow{});
   TUNE_ASSIGN_OR_RETURN(tracking::MlflowConnection c,
@@ -131,6 +140,7 @@ Result<tracking::MlflowTarget> MlflowTargetOf(const ExperimentSpec& spec, const 
   t.tune_experiment = spec.name;
   t.objective_metric = spec.objective.metric;
   t.maximize = spec.objective.mode == Mode::kMax;
+  t.final_metrics = FinalMetricNamesOf(spec);
   return t;
 }
 
@@ -164,6 +174,11 @@ Status ExportMlflow(Storage& storage, const std::string& experiment, const std::
       // What the live sink gets: every counted report of every attempt.
       if (!r.excluded.empty()) continue;
       for (const MlflowMetric& m : MlflowRuns::Metrics(r.report)) points.push_back(m);
+    }
+    if (rec.ended_at) {
+      for (MlflowMetric& m : MlflowRuns::FinalValues(target.final_metrics, rec.trial, rec.last_step.value_or(0),
+                                                     *rec.ended_at))
+        points.push_back(std::move(m));
     }
     const bool finished = IsFinished(rec.trial.state);
     MlflowTags tags = finished ? MlflowRuns::EndTags(rec) : MlflowRuns::StartTags(rec.trial);

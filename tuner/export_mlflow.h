@@ -23,6 +23,10 @@ namespace tune {
 // InvalidArgument when there is no tracking URI at all.
 Result<tracking::MlflowTarget> MlflowTargetOf(const ExperimentSpec& spec, const std::string& tracking_uri = "");
 
+// The objective (with several) and constraint metric names whose final
+// values MLflow and TensorBoard log (tracking/final_metrics.h).
+tracking::FinalMetricNames FinalMetricNamesOf(const ExperimentSpec& spec);
+
 // experiment.json text as the database stores it: `text` with the
 // user:password@ of tracking.mlflow.tracking_uri taken out (the run uses
 // them; they are never stored). Unchanged when there are none; else the

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "tracking/tensorboard_sink.h"
+#include "tuner/export_mlflow.h"
 #include "tuner/report.h"
 
 namespace tune {
@@ -19,6 +20,10 @@ Status ExportTensorBoard(Storage& storage, const std::string& experiment, const 
                                       " exists already; export into another --out directory, or remove it first");
   }
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
+  // Several objectives or constraints: the final values, as `tune run` logs them.
+  tracking::FinalMetricNames final_metrics;
+  if (auto spec = ParseExperimentSpec(e.spec_json, "experiment '" + e.name + "' (as stored)"); spec.ok())
+    final_metrics = FinalMetricNamesOf(*spec);
   // Write beside the target, then rename: a failed export leaves nothing.
   // A whole directory of event files, so not WriteFileAtomically
   // (core/atomic_write.h), which puts one file in place.
@@ -45,7 +50,7 @@ Status ExportTensorBoard(Storage& storage, const std::string& experiment, const 
       points += r.report.values.size();
     }
     st = tracking::WriteTrialEvents(tracking::TensorBoardSink::RunDir(partial.string(), rec.trial.number),
-                                    rec.trial, *rec.started_at, current, rec.ended_at);
+                                    rec.trial, *rec.started_at, current, rec.ended_at, final_metrics);
     if (!st.ok()) break;
     ++written;
   }

@@ -200,7 +200,8 @@ void AddTrackers(const Run& run, Storage& storage, tracking::SinkFanout& tracker
   if (run.spec.tracking.tensorboard_dir) {
     const std::string& dir = *run.spec.tracking.tensorboard_dir;
     trackers.Add(
-        std::make_unique<tracking::TensorBoardSink>(dir.empty() ? "" : (fs::path(dir) / run.spec.name).string()));
+        std::make_unique<tracking::TensorBoardSink>(dir.empty() ? "" : (fs::path(dir) / run.spec.name).string(),
+                                                    FinalMetricNamesOf(run.spec)));
   }
   if (run.mlflow) trackers.Add(std::make_unique<tracking::MlflowSink>(*run.mlflow, &storage));
 }

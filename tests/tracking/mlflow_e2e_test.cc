@@ -532,6 +532,46 @@ TEST_CASE("tracking.mlflow: keys MLflow refuses are named once and the rest is l
   }
   Output stored = Sh("sqlite3 " + Quote(db) + " 'SELECT spec_json FROM experiments'");
   CHECK(json::parse(stored.out)["tracking"]["mlflow"]["tracking_uri"] == server.uri());
+
+  // On the same server (one start is the slow part): two objectives and a
+  // constraint. Each trial's run gets every objective's final value under
+  // its metric name at its last step, the constraint's value and
+  // tune.feasible (tracking/final_metrics.h); `tune export mlflow` finds
+  // them all there.
+  const std::string mo_line = R"js(echo '{"step": 3, "loss": ${x}, "size": 2, "mem": 6}')js";
+  json mo = {{"name", "mo"},
+             {"objective", {{{"metric", "loss"}, {"mode", "min"}}, {{"metric", "size"}, {"mode", "min"}}}},
+             {"constraints", {{{"metric", "mem"}, {"max", 5}}}},
+             {"parameters", {{"x", {{"type", "uniform"}, {"low", 0}, {"high", 1}}}}},
+             {"search", {{"algorithm", "random"}, {"seed", 1}}},
+             {"limits", {{"max_trials", 2}, {"max_concurrent_trials", 2}}},
+             {"trial", {{"command", {"sh", "-c", mo_line}}}},
+             {"tracking", {{"mlflow", {{"tracking_uri", server.uri()}}}}}};
+  const fs::path mo_path = dir.path / "mo.json";
+  std::ofstream(mo_path) << mo.dump(2);
+  const std::string mo_db = (dir.path / "mo.db").string();
+  Output mo_run = Sh(Tune("run " + Quote(mo_path.string()) + " --db " + Quote(mo_db) + " --quiet"));
+  INFO(mo_run.out);
+  REQUIRE(mo_run.code == 0);
+  const json mo_runs = ReadMlflow(python, server.uri(), "mo")["runs"];
+  for (int n = 0; n < 2; ++n) {
+    INFO(RunName(n));
+    REQUIRE(mo_runs.contains(RunName(n)));
+    const json& metrics = mo_runs[RunName(n)]["metrics"];
+    INFO(metrics.dump());
+    // [step, value, timestamp]: the report, then the final value at the same step.
+    REQUIRE(metrics["loss"].size() == 2);
+    CHECK(metrics["loss"][0][0] == 3);
+    CHECK(metrics["loss"][1][0] == 3);
+    CHECK(metrics["loss"][0][1] == metrics["loss"][1][1]);
+    CHECK(metrics["size"].size() == 2);
+    CHECK(metrics["tune.constraint.mem"] == json::array({json::array({3, 1.0, metrics["tune.constraint.mem"][0][2]})}));
+    CHECK(metrics["tune.feasible"][0][1] == 0.0);
+  }
+  Output exported = Sh(Tune("export mlflow --db " + Quote(mo_db) + " --experiment mo"));
+  INFO(exported.out);
+  CHECK(exported.code == 0);
+  CHECK(exported.out.find("(it was all there)") != std::string::npos);
 }
 
 }  // namespace
