@@ -362,6 +362,22 @@ TEST_CASE("dashboard and tune report in Chromium: several objectives, the front 
   steps.push_back("shot:" + (kShots / "dashboard-pareto.png").string());
   steps.push_back("goto:file://" + html.string());
   add("report_");
+  // Three objectives (tokens_per_s maximised): a report with one scatter
+  // per pair, the front's points in each, no step line.
+  spec["name"] = "dash-mo3";
+  spec["objective"].push_back({{"metric", "tokens_per_s"}, {"mode", "max"}});
+  REQUIRE(Sh(Tune("run " + Quote(WriteSpec(dir.path, spec).string()) + " --db " + Quote(db) + " --quiet")).code == 0);
+  const fs::path html3 = kShots / "report-pareto-3.html";
+  REQUIRE(Sh(Tune("report --db " + Quote(db) + " --experiment dash-mo3 --out " + Quote(html3.string()))).code == 0);
+  const std::string pairs = "Object.keys(tuneCharts).filter(k => k.startsWith('pareto:')).sort()";
+  steps.push_back("goto:file://" + html3.string());
+  steps.push_back("wait:document.body.dataset.loaded >= 1 && window.tuneCharts.hypervolume && " + pairs +
+                  ".length === 3");
+  steps.push_back("eval:pairs=" + pairs);
+  steps.push_back("eval:pair_fronts=" + pairs + ".map(k => [tuneCharts[k].data.datasets[0].data.length, "
+                  "tuneCharts[k].data.datasets[0].showLine, tuneCharts[k].getDatasetMeta(0).data.length])");
+  steps.push_back("eval:front3=tuneCharts['pareto:0-1'].data.datasets[0].data.map(p => p.n)");
+  steps.push_back("shot:" + (kShots / "report-pareto-3.png").string());
   json out = Browse(steps);
   const json& v = out["values"];
   INFO(v.dump());
@@ -377,4 +393,16 @@ TEST_CASE("dashboard and tune report in Chromium: several objectives, the front 
     for (const char* c : {"eval_loss", "adapter_mb", "front", "feasible"})
       CHECK(std::find(columns.begin(), columns.end(), json(c)) != columns.end());
   }
+  CHECK(v["pairs"] == json({"pareto:0-1", "pareto:0-2", "pareto:1-2"}));
+  std::ifstream f3(html3);
+  const std::string text3((std::istreambuf_iterator<char>(f3)), std::istreambuf_iterator<char>());
+  const size_t at3 = text3.find(tag);
+  REQUIRE(at3 != std::string::npos);
+  const json front3 = json::parse(text3.substr(at3 + tag.size(), text3.find(";</script>", at3) - at3 - tag.size()))
+                          ["experiment"]["pareto"]["front"];
+  REQUIRE(front3.size() > 0);
+  json numbers3 = json::array();
+  for (const json& p : front3) numbers3.push_back(p["number"]);
+  CHECK(v["front3"] == numbers3);
+  for (const json& pair : v["pair_fronts"]) CHECK(pair == json({front3.size(), false, front3.size()}));
 }
