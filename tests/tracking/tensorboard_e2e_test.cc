@@ -153,6 +153,52 @@ TEST_CASE("tracking.tensorboard: TensorBoard reads every trial's scalars, params
   }
 }
 
+TEST_CASE("tracking.tensorboard, several objectives and a constraint: TensorBoard reads each completed trial's "
+          "final values at its last step, live and exported alike",
+          "[tracking][e2e]") {
+  const std::string python = TrackingPython();
+  TempDir dir;
+  // Two reports each; the second trial (mem 8) breaks mem <= 5.
+  const std::string line =
+      R"js(echo '{"step": 1, "loss": 2, "size": 3, "mem": 1}'; echo '{"step": 2, "loss": ${x}, "size": 2, "mem": ${mem}}')js";
+  json spec = {
+      {"name", "tbmo"},
+      {"objective", {{{"metric", "loss"}, {"mode", "min"}}, {{"metric", "size"}, {"mode", "min"}}}},
+      {"constraints", {{{"metric", "mem"}, {"max", 5}}}},
+      {"parameters",
+       {{"x", {{"type", "uniform"}, {"low", 0}, {"high", 1}}}, {"mem", {{"type", "choice"}, {"values", {2, 8}}}}}},
+      {"search",
+       {{"algorithm", "random"}, {"seed", 3},
+        {"points_to_evaluate", {{{"x", 0.25}, {"mem", 2}}, {{"x", 0.75}, {"mem", 8}}}}}},
+      {"limits", {{"max_trials", 2}, {"max_concurrent_trials", 2}}},
+      {"trial", {{"command", {"sh", "-c", line}}}},
+      {"tracking", {{"tensorboard", true}}},
+  };
+  fs::path spec_path = dir.path / "tbmo.json";
+  std::ofstream(spec_path) << spec.dump(2);
+  const std::string db = (dir.path / "r.db").string();
+  Output run = Sh(Tune("run " + Quote(spec_path.string()) + " --db " + Quote(db) + " --quiet"));
+  INFO(run.out);
+  REQUIRE(run.code == 0);
+  json live = ReadWithTensorBoard(python, dir.path / "tune_runs" / "tbmo");
+  INFO(live.dump());
+  REQUIRE(live.size() == 2);
+  // [step, value] in order: the reports, then the final values at step 2.
+  const json& feasible = live[RunName(0)]["scalars"];
+  CHECK(feasible["loss"] == json::parse("[[1, 2.0], [2, 0.25], [2, 0.25]]"));
+  CHECK(feasible["size"] == json::parse("[[1, 3.0], [2, 2.0], [2, 2.0]]"));
+  CHECK(feasible["tune.constraint.mem"] == json::parse("[[2, -3.0]]"));
+  CHECK(feasible["tune.feasible"] == json::parse("[[2, 1.0]]"));
+  const json& broken = live[RunName(1)]["scalars"];
+  CHECK(broken["tune.constraint.mem"] == json::parse("[[2, 3.0]]"));
+  CHECK(broken["tune.feasible"] == json::parse("[[2, 0.0]]"));
+
+  Output ex = Sh(Tune("export tensorboard --db " + Quote(db) + " --out " + Quote((dir.path / "out").string())));
+  INFO(ex.out);
+  REQUIRE(ex.code == 0);
+  CHECK(ReadWithTensorBoard(python, dir.path / "out" / "tbmo") == live);
+}
+
 TEST_CASE("tracking.tensorboard takes true, false or a directory, and names the key otherwise", "[tracking][e2e]") {
   TempDir dir;
   json spec = {
