@@ -3,6 +3,10 @@
 // built by hand (hypervolumes worked out on paper).
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cmath>
+
+#include "core/pareto.h"
 #include "dashboard/pareto_view.h"
 
 namespace {
@@ -174,5 +178,70 @@ TEST_CASE("pareto view: the curve keeps at most 256 points, the last one the who
   for (size_t i = 1; i < view.hypervolume_curve.size(); ++i) {
     CHECK(view.hypervolume_curve[i].first > view.hypervolume_curve[i - 1].first);
     CHECK(view.hypervolume_curve[i].second >= view.hypervolume_curve[i - 1].second);
+  }
+}
+
+TEST_CASE("pareto view: the curve, grown point by point, equals each prefix's hypervolume computed whole",
+          "[pareto_view]") {
+  for (size_t m : {2, 3, 4}) {
+    std::vector<ObjectiveSpec> objectives;
+    for (size_t j = 0; j < m; ++j) objectives.push_back(Objective("o" + std::to_string(j), j == 1 ? Mode::kMax : Mode::kMin));
+    const ExperimentSpec spec = Spec(objectives, true);
+    std::vector<TrialRecord> records;
+    uint64_t state = 99 + m;
+    auto uniform = [&] {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<double>(state >> 11) / 9007199254740992.0;
+    };
+    for (int i = 0; i < 200; ++i) {
+      std::vector<double> v(m);
+      // Coarse values, so that ties and duplicates occur; a few infeasible.
+      for (double& x : v) x = std::round(uniform() * 8) / 8;
+      records.push_back(Completed(i, v, uniform() < 0.1 ? 1.0 : -1.0));
+    }
+    const ParetoView view = ComputeParetoView(spec, records);
+    REQUIRE(view.hypervolume_curve.size() == view.feasible.size());  // fewer than 256
+    std::vector<bool> maximize(m, false);
+    maximize[1] = true;
+    Losses ref = view.reference;
+    ref[1] = -ref[1];
+    std::vector<Losses> prefix;
+    for (size_t k = 0; k < view.feasible.size(); ++k) {
+      prefix.push_back(ToLosses(records[view.feasible[k]].trial.values, maximize));
+      std::vector<Losses> front;
+      for (size_t i : ParetoFront(prefix)) front.push_back(prefix[i]);
+      INFO(m << " objectives, after trial " << view.hypervolume_curve[k].first);
+      CHECK(view.hypervolume_curve[k].second == Approx(Hypervolume(front, ref)).margin(1e-12));
+    }
+    CHECK(view.hypervolume_curve.back().second == Approx(view.hypervolume));
+  }
+}
+
+// What a poll of the dashboard spends on a big multi-objective experiment
+// (hidden: `pareto_view_test "[.bench]"`).
+TEST_CASE("pareto view: time at 1,000 and 10,000 trials", "[.bench]") {
+  for (const auto& [m, n] : std::vector<std::pair<size_t, int>>{
+           {2, 1000}, {3, 1000}, {4, 1000}, {2, 10000}, {3, 10000}, {4, 10000}}) {
+    std::vector<ObjectiveSpec> objectives;
+    for (size_t j = 0; j < m; ++j) objectives.push_back(Objective("o" + std::to_string(j), Mode::kMin));
+    const ExperimentSpec spec = Spec(objectives, false);
+    std::vector<TrialRecord> records;
+    uint64_t state = 12345;
+    auto uniform = [&] {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<double>(state >> 11) / 9007199254740992.0;
+    };
+    for (int i = 0; i < n; ++i) {
+      std::vector<double> v(m);
+      double norm = 0;
+      for (double& x : v) norm += (x = uniform() + 1e-9) * x;
+      for (double& x : v) x /= std::sqrt(norm) * (1 + 0.3 * uniform());  // near a sphere: big fronts
+      records.push_back(Completed(i, v));
+      records.back().trial.constraints.clear();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const ParetoView view = ComputeParetoView(spec, records);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    WARN(m << " objectives, " << n << " trials: front " << view.front.size() << ", " << s << " s");
   }
 }
