@@ -453,8 +453,9 @@
   // The hypervolume of the front so far, after each feasible completed trial.
   function hypervolumeChart(view, exp) {
     const p = exp.pareto;
-    view.hypervolume.noteEl.textContent = 'The hypervolume of the front of the feasible trials completed so far, ' +
-      'against the ' + p.reference_text + (p.hypervolume !== null ? '; now ' + fmt(p.hypervolume) : '') + '.';
+    view.hypervolume.noteEl.textContent = !p.feasible.length ? 'No feasible completed trial yet.'
+      : 'The hypervolume of the front of the feasible trials completed so far, against the ' + p.reference_text +
+        (p.hypervolume !== null ? '; now ' + fmt(p.hypervolume) : '') + '.';
     drawChart('hypervolume', view.hypervolume.canvas, {
       type: 'line',
       data: {
