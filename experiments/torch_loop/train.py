@@ -28,6 +28,8 @@ if tune_trial.resume_from():
     state = torch.load(os.path.join(tune_trial.resume_from(), "state.pt"))
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
+    for group in opt.param_groups:  # after a PBT exploit the new learning rate holds, not the donor's
+        group["lr"] = p["lr"]
     start = state["step"]
     print(f"resumed from step {start}", flush=True)
 for step in range(start + 1, p["steps"] + 1):
@@ -35,9 +37,9 @@ for step in range(start + 1, p["steps"] + 1):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    tune_trial.report(step, loss=loss.item())
-    if step % p["checkpoint_every"] == 0:
+    if step % p["checkpoint_every"] == 0:  # saved before its step is reported: tune resumes from it
         save(step)
+    tune_trial.report(step, loss=loss.item())
     if tune_trial.should_stop():  # pruned, paused or stopped: leave within trial.stop_grace_s
         print(f"stopping at step {step}", flush=True)
         break
