@@ -263,10 +263,10 @@ TEST_CASE("PostgreSQL: the schema version row, and databases that are not ours r
   CHECK(missing.status().IsNotFound());
   CHECK(OpenStorageReadOnly(url).status().IsNotFound());
   { Open(url); }
-  CHECK(Server().Psql(name, "SELECT value FROM tune_meta WHERE key = 'schema_version'") == "6\n");
+  CHECK(Server().Psql(name, "SELECT value FROM tune_meta WHERE key = 'schema_version'") == "7\n");
   CHECK(Server().Psql(name, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public' AND "
                             "table_name IN ('experiments','trials','trial_params','reports','metrics','tracking_runs',"
-                            "'exploits','observation_logs','tune_meta')") == "9\n");
+                            "'exploits','trial_values','observation_logs','tune_meta')") == "10\n");
   { Open(url); }  // a second open changes nothing
   CHECK(Server().Psql(name, "SELECT count(*) FROM tune_meta") == "2\n");
 
