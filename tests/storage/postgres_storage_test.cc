@@ -140,7 +140,8 @@ void Script(Storage& db) {
   REQUIRE(db.RecordExploit(t3->id, 4, t2->id, 4, {{"lr", 0.25}}).ok());
   REQUIRE(db.ContinueTrial(t3->id, 1, "k8s:job/t3-1", 2).ok());
   REQUIRE(db.AppendReport(t3->id, 1, Report(5, {{"loss", 0.15}}), 0.15).ok());
-  REQUIRE(db.FinishTrial(t2->id, TrialState::kCompleted, 0.25, std::nullopt, "").ok());
+  // Two objectives (one missing: NaN) and a constraint (trial_values).
+  REQUIRE(db.FinishTrialWithValues(t2->id, TrialState::kCompleted, 0.25, {0.25, NAN}, {-1.5}, std::nullopt, "").ok());
   REQUIRE(db.FinishTrial(t3->id, TrialState::kStopped, std::nullopt, std::nullopt, "budget").ok());
 
   REQUIRE(db.SetTrackingRun(*e, "mlflow x", -1, "run-a").ok());
@@ -167,6 +168,10 @@ std::string Dump(Storage& db) {
           << "' failed " << r.failed_attempts << " started " << r.started_at.has_value() << " ended "
           << r.ended_at.has_value() << " curve";
       for (const auto& [step, v] : r.trial.intermediate) out << " " << step << ":" << Num(v);
+      out << " values";
+      for (double v : r.trial.values) out << " " << Num(v);
+      out << " constraints";
+      for (double c : r.trial.constraints) out << " " << Num(c);
       out << "\n";
       auto summary = db.GetTrialSummary(r.trial.id);
       REQUIRE(summary.ok());
@@ -242,6 +247,7 @@ TEST_CASE("both engines store the same script and read it back the same, also af
   CHECK(pg_dump.find("'replaced pod'") != std::string::npos);
   CHECK(pg_dump.find("exploit 1") != std::string::npos);
   CHECK(pg_dump.find("run -1=run-c") != std::string::npos);
+  CHECK(pg_dump.find("values 0.25 nan constraints -1.5\n") != std::string::npos);
   // Reopened (a --resume): the same, read by a second connection; and the
   // read-only opening reads the same too.
   CHECK(Dump(*Open(url)) == pg_dump);
