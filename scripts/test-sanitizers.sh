@@ -53,7 +53,9 @@ if [ "$core" = 1 ]; then
               search_test schedulers_test storage_test report_test spec_test tuner_test progress_test
               utf8_test read_file_test one_line_test atomic_write_test database_docs_test
               module_options_test results_query_test
-              tracking_test import_test safetensors_header_test)
+              tracking_test import_test safetensors_header_test
+              pareto_test pareto_golden_test nsga2_sampler_test tpe_multi_objective_test storage_contract_test
+              trial_values_test pareto_view_test)
   if grep -qw trainer_text_test <(cmake --build build-asan --target help 2>/dev/null); then core_tests+=(trainer_text_test); fi
   build_targets=()
   for t in "${core_tests[@]}"; do build_targets+=(--target "$t"); done
