@@ -3,6 +3,8 @@
 // column of the schema is documented.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -133,7 +135,39 @@ void CheckExampleQueries(const std::vector<std::string>& queries) {
 }
 
 TEST_CASE("the example queries of docs/database.md give the right answers", "[docs]") {
-  CheckExampleQueries(SqlBlocks(ReadDoc()));
+  const std::string doc = ReadDoc();
+  const size_t examples = doc.find("## Example queries");
+  REQUIRE(examples != std::string::npos);
+  CheckExampleQueries(SqlBlocks(doc.substr(examples)));
+}
+
+TEST_CASE("docs/database.md's query of the feasible trials' objective values gives the right answer", "[docs]") {
+  const std::string doc = ReadDoc();
+  const size_t start = doc.find("### `trial_values`");
+  REQUIRE(start != std::string::npos);
+  const std::vector<std::string> blocks = SqlBlocks(doc.substr(start, doc.find("\n## ", start) - start));
+  REQUIRE(blocks.size() == 1);
+  testing::TempDir dir;
+  const std::string path = dir.File("tune.db");
+  {
+    auto db = std::move(OpenSqliteStorage(path)).value();
+    ExperimentId e = *db->CreateExperiment("mo", "{}", 1);
+    // 0: feasible; 1: breaks its constraint; 2: NaN constraint; 3: pruned.
+    const std::vector<std::vector<double>> constraints = {{-1, 0}, {-1, 0.5}, {std::nan(""), -1}, {-1, -1}};
+    for (int i = 0; i < 4; ++i) {
+      TrialId t = db->CreateTrial(e, {{"lr", 0.1 * (i + 1)}})->id;
+      REQUIRE(db->StartTrial(t, 0, "local").ok());
+      const TrialState state = i == 3 ? TrialState::kPruned : TrialState::kCompleted;
+      REQUIRE(db->FinishTrialWithValues(t, state, 1.5 + i, {1.5 + i, 2.0 * i}, constraints[i], std::nullopt, "done")
+                  .ok());
+    }
+  }
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  SQLite::Statement q(raw, blocks[0]);
+  REQUIRE(q.executeStep());
+  CHECK(q.getColumn(0).getInt() == 0);
+  CHECK(q.getColumn(1).getString() == "1.5 0.0");
+  CHECK_FALSE(q.executeStep());
 }
 
 TEST_CASE("the example queries of README.md give the right answers", "[docs]") {
@@ -170,7 +204,7 @@ TEST_CASE("docs/database.md documents every table and column of the schema", "[d
     }
     CHECK(ncols > 0);
   }
-  CHECK(count == 8);  // seven tables and the observation_logs view
+  CHECK(count == 9);  // eight tables and the observation_logs view
 }
 
 }  // namespace
