@@ -23,7 +23,7 @@ TEST_CASE("ToLosses negates maximised objectives and makes NaN the worst value",
   CHECK(l[3] == kInf);
 }
 
-TEST_CASE("Dominates: better somewhere and no worse anywhere; ties and NaN", "[core][pareto]") {
+TEST_CASE("Dominates: better somewhere and no worse anywhere, with ties and NaN", "[core][pareto]") {
   CHECK(Dominates({1, 2}, {2, 3}));
   CHECK(Dominates({1, 2}, {1, 3}));  // a tie in one objective
   CHECK_FALSE(Dominates({1, 3}, {1, 2}));
@@ -53,7 +53,7 @@ TEST_CASE("ConstrainedDominates: feasible first, then the smaller violation", "[
 // front 0 = A B C F; D (dominated by B) is front 1; E (by D) 2; G (by E) 3.
 const std::vector<Losses> kPoints = {{1, 5}, {2, 3}, {3, 1}, {2, 4}, {4, 4}, {2, 3}, {5, 5}};
 
-TEST_CASE("NonDominatedRanks sorts into fronts; equal points share a rank", "[core][pareto]") {
+TEST_CASE("NonDominatedRanks sorts into fronts, equal points sharing a rank", "[core][pareto]") {
   CHECK(NonDominatedRanks(kPoints) == std::vector<int>{0, 0, 0, 1, 2, 0, 3});
   // Three objectives: (2,2,3) is dominated by (1,2,3), (3,3,3) by (2,2,3).
   CHECK(NonDominatedRanks({{1, 2, 3}, {2, 1, 3}, {3, 3, 1}, {2, 2, 3}, {3, 3, 3}}) ==

@@ -171,7 +171,7 @@ TEST_CASE("three objectives with a constraint, NSGA-II: run, SIGKILL, resume, th
   CheckRunKillResume(dir.path, 3, "nsga2", 727272);
 }
 
-TEST_CASE("a completed trial that never reported an objective fails naming it; trials and importance per objective",
+TEST_CASE("a completed trial that never reported an objective fails naming it, and trials and importance per objective",
           "[e2e][multi-objective]") {
   TempDir dir;
   json spec = MultiSpec("mo-missing", 2, "random", 727273);

@@ -282,7 +282,7 @@ TEST_CASE("a version 5 database gains exploits, carried reports and failed attem
   CHECK((*db)->ListExploits(e)->empty());
 }
 
-TEST_CASE("a version 6 database gains trial_values; its trials keep their one value", "[storage][schema]") {
+TEST_CASE("a version 6 database gains trial_values, its trials keeping their one value", "[storage][schema]") {
   testing::TempDir dir;
   const std::string path = dir.File("v6.db");
   TrialId done = 0, open = 0;
