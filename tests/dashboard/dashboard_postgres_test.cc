@@ -16,30 +16,17 @@
 #include "storage/open_storage.h"
 #include "storage/postgres_storage.h"
 #include "tests/dashboard/dashboard_util.h"
-#include "tests/storage/postgres_server.h"
+#include "tests/storage/storage_under_test.h"
 
 namespace {
 
 using namespace tune::dashboard_test;
 using tune::testing::PostgresServer;
 
-PostgresServer& Server() {
-  static PostgresServer server;
-  return server;
-}
+PostgresServer& Server() { return tune::testing::SharedPostgresServer(); }
 
 // A new empty database `name` and its URL, or "" (skipped, with a warning).
-std::string NewDatabase(const std::string& name) {
-  if (!tune::PostgresSupported()) {
-    WARN("built without libpq: the dashboard on PostgreSQL is not tested");
-    return "";
-  }
-  if (!Server().ok()) {
-    WARN("no PostgreSQL server: " << Server().why_not());
-    return "";
-  }
-  return Server().CreateDatabase(name);
-}
+std::string NewDatabase(const std::string& name) { return tune::testing::NewPostgresDatabase(name); }
 
 // What `sql` (a SELECT of rows) answers, as a JSON array of row objects.
 json Rows(const std::string& db, const std::string& sql) {

@@ -16,7 +16,7 @@
 
 #include "storage/postgres_storage.h"
 #include "tests/e2e/e2e_util.h"
-#include "tests/storage/postgres_server.h"
+#include "tests/storage/storage_under_test.h"
 
 namespace {
 
@@ -24,23 +24,10 @@ using namespace tune::e2e;
 using nlohmann::json;
 using tune::testing::PostgresServer;
 
-PostgresServer& Server() {
-  static PostgresServer server;
-  return server;
-}
+PostgresServer& Server() { return tune::testing::SharedPostgresServer(); }
 
 // A new empty database's URL, or "" (skipped, with a warning).
-std::string NewDatabase(const std::string& name) {
-  if (!tune::PostgresSupported()) {
-    WARN("built without libpq: PostgreSQL is not tested");
-    return "";
-  }
-  if (!Server().ok()) {
-    WARN("no PostgreSQL server: " << Server().why_not());
-    return "";
-  }
-  return Server().CreateDatabase(name);
-}
+std::string NewDatabase(const std::string& name) { return tune::testing::NewPostgresDatabase(name); }
 
 // Runs in `dir` while it lives: with a URL, trial directories go to
 // ./tune_runs, and the processes forked here inherit the directory.

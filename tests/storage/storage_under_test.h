@@ -33,6 +33,20 @@ inline PostgresServer& SharedPostgresServer() {
   return server;
 }
 
+// A new empty database named `name` on the shared server, as a URL; "" after
+// one WARN naming why where PostgreSQL cannot be tested here (skip then).
+inline std::string NewPostgresDatabase(const std::string& name) {
+  if (!PostgresSupported()) {
+    WARN("built without libpq: PostgreSQL is not tested");
+    return "";
+  }
+  if (!SharedPostgresServer().ok()) {
+    WARN("no PostgreSQL server: " << SharedPostgresServer().why_not());
+    return "";
+  }
+  return SharedPostgresServer().CreateDatabase(name);
+}
+
 class StorageUnderTest {
  public:
   // A new empty database on `engine` ("sqlite" or "postgresql"), opened.
