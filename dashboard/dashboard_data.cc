@@ -370,7 +370,7 @@ Result<std::string> DashboardData::Experiments() {
     if (spec && IsMultiObjective(*spec)) {
       // The front's size: one more query, for multi-objective experiments only.
       TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage_.ListTrialSummaries(e.id));
-      j["front_size"] = ComputeParetoView(*spec, records).front.size();
+      j["front_size"] = ComputeParetoView(*spec, records, /*with_hypervolume=*/false).front.size();
     }
     out.push_back(std::move(j));
   }

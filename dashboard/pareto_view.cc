@@ -34,7 +34,8 @@ std::string Number(double v) {
 
 }  // namespace
 
-ParetoView ComputeParetoView(const ExperimentSpec& spec, const std::vector<TrialRecord>& records) {
+ParetoView ComputeParetoView(const ExperimentSpec& spec, const std::vector<TrialRecord>& records,
+                             bool with_hypervolume) {
   ParetoView view;
   const std::vector<bool> maximize = Maximize(spec);
   const size_t m = maximize.size();
@@ -80,7 +81,7 @@ ParetoView ComputeParetoView(const ExperimentSpec& spec, const std::vector<Trial
   });
   const bool ref_ok = std::all_of(view.reference.begin(), view.reference.end(),
                                   [](double r) { return std::isfinite(r); });
-  if (!ref_ok || losses.empty()) return view;
+  if (!ref_ok || losses.empty() || !with_hypervolume) return view;
   std::vector<Losses> front_losses;
   for (size_t k : front) front_losses.push_back(losses[k]);
   view.hypervolume = Hypervolume(front_losses, ref_loss);

@@ -39,8 +39,12 @@ struct ParetoView {
 };
 
 // `records` ordered by number (as ListTrialSummaries returns them). With one
-// objective, the front is the best feasible completed trial(s).
-ParetoView ComputeParetoView(const ExperimentSpec& spec, const std::vector<TrialRecord>& records);
+// objective, the front is the best feasible completed trial(s). Without
+// `with_hypervolume`, hypervolume and hypervolume_curve stay empty (0) and
+// only the sets and the reference are computed: what a list of experiments
+// needs, cheap at any size.
+ParetoView ComputeParetoView(const ExperimentSpec& spec, const std::vector<TrialRecord>& records,
+                             bool with_hypervolume = true);
 
 // "reference point (eval_loss 2.5 given, adapter_mb 16 the worst feasible
 // value)": which reference the hypervolume uses, for the page and `best`.

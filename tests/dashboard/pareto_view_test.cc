@@ -77,6 +77,13 @@ TEST_CASE("pareto view: the front in the first objective's order, ties kept, inf
   CHECK(Numbers(records, view.front) == std::vector<int>{1, 6, 2, 0});
   CHECK(Numbers(records, view.feasible) == std::vector<int>{0, 1, 2, 3, 6});
   CHECK(Numbers(records, view.infeasible) == std::vector<int>{4});
+  // Without the hypervolume (the experiments list): the same sets, no curve.
+  const ParetoView sets = ComputeParetoView(spec, records, /*with_hypervolume=*/false);
+  CHECK(sets.front == view.front);
+  CHECK(sets.feasible == view.feasible);
+  CHECK(sets.infeasible == view.infeasible);
+  CHECK(sets.hypervolume == 0);
+  CHECK(sets.hypervolume_curve.empty());
 }
 
 TEST_CASE("pareto view: a given reference point, and the hypervolume curve", "[pareto_view]") {
