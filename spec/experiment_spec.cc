@@ -276,7 +276,7 @@ Status CheckObjectives(const Reader& r, ExperimentSpec* spec) {
                                                "objective, so with several objectives name one of them");
     }
     if (spec->search.algorithm == "gp") {
-      return r.Fail("search.algorithm", "\"random\", \"tpe\", \"nsga2\" or \"grid\" with several objectives "
+      return r.Fail("search.algorithm", "\"random\", \"tpe\", \"nsga2\", \"grid\" or \"auto\" with several objectives "
                                         "(the Gaussian-process sampler models one objective)",
                     "\"gp\"");
     }
@@ -355,7 +355,9 @@ Status ParseNsga2(const ObjectReader& s, Nsga2Options* o) {
 Status ParseSearch(const Reader& r, const Json* v, const SearchSpace& params, SearchOptions* out) {
   if (!v) return Status::Ok();
   TUNE_ASSIGN_OR_RETURN(ObjectReader s, ObjectReader::Make(r, *v, "search"));
-  TUNE_RETURN_IF_ERROR(s.Enum("algorithm", {"random", "tpe", "gp", "nsga2", "grid"}, &out->algorithm));
+  TUNE_RETURN_IF_ERROR(s.Enum("algorithm", {"random", "tpe", "gp", "nsga2", "grid", "auto"}, &out->algorithm));
+  // "auto" (search/auto_sampler.h) takes no options of its own: its delegates
+  // run with their defaults, as Optuna's AutoSampler takes only a seed.
   std::vector<std::string> keys = {"algorithm", "seed"};
   // Grid search tries every point of the grid once; nothing to put first.
   if (out->algorithm != "grid") keys.push_back("points_to_evaluate");

@@ -75,7 +75,7 @@ struct Nsga2Options {
 };
 
 struct SearchOptions {
-  std::string algorithm = "random";  // random | tpe | gp | nsga2 | grid
+  std::string algorithm = "random";  // random | tpe | gp | nsga2 | grid | auto
   uint64_t seed = 0;                 // 0 if absent: a seed is drawn and stored
   bool seed_given = false;
   TpeOptions tpe;

@@ -9,6 +9,7 @@
 #include "schedulers/median_stopping_rule.h"
 #include "schedulers/pbt_scheduler.h"
 #include "schedulers/replay_scheduler.h"
+#include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/nsga2_sampler.h"
 #include "search/random_sampler.h"
@@ -38,6 +39,15 @@ Result<std::unique_ptr<Sampler>> MakeSampler(const ExperimentSpec& spec) {
   }
   if (algo == "gp") return std::unique_ptr<Sampler>(new GpSampler(GpSamplerOptionsFrom(spec)));
   if (algo == "nsga2") return std::unique_ptr<Sampler>(new Nsga2Sampler(Nsga2SamplerOptionsFrom(spec)));
+  if (algo == "auto") {
+    AutoSamplerOptions o;
+    o.gp = GpSamplerOptionsFrom(spec);
+    o.tpe = TpeSamplerOptionsFrom(spec);
+    o.nsga2 = Nsga2SamplerOptionsFrom(spec);
+    o.constrained = !spec.constraints.empty();
+    o.seed = spec.search.seed;
+    return std::unique_ptr<Sampler>(new AutoSampler(std::move(o)));
+  }
   return Status::InvalidArgument(Where(spec) + ": search.algorithm: '" + algo + "' is not available in this build");
 }
 

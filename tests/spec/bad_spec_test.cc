@@ -147,7 +147,7 @@ const BadCase kCases[] = {
      "differs from \"LR\" in more than case", "\"lr\""},
     {R"({"parameters": {"r": 0.5}})", "parameters.r", "an object such as", "0.5"},
     // search
-    {R"({"search": {"algorithm": "bayes"}})", "search.algorithm", "\"random\", \"tpe\", \"gp\", \"nsga2\" or \"grid\"",
+    {R"({"search": {"algorithm": "bayes"}})", "search.algorithm", "\"random\", \"tpe\", \"gp\", \"nsga2\", \"grid\" or \"auto\"",
      "\"bayes\""},
     {R"({"search": {"seed": -1}})", "search.seed", "an integer of at least 0", "-1"},
     {R"({"search": {"seed": "7"}})", "search.seed", "an integer of at least 0", "\"7\""},
@@ -172,6 +172,8 @@ const BadCase kCases[] = {
     {R"({"search": {"algorithm": "gp", "deterministic_objective": "no"}})", "search.deterministic_objective",
      "true or false", "\"no\""},
     {R"({"search": {"algorithm": "gp", "gamma": 0.2}})", "search.gamma", "for algorithm \"gp\"", "unknown key"},
+    {R"({"search": {"algorithm": "auto", "n_startup_trials": 5}})", "search.n_startup_trials",
+     "for algorithm \"auto\"", "unknown key"},
     // search.points_to_evaluate: names and values of the parameters.
     {R"({"search": {"points_to_evaluate": {"lr": 0.001}}})", "search.points_to_evaluate",
      "an array of objects", "{\"lr\":0.001}"},
