@@ -24,9 +24,9 @@ std::vector<std::string> Names(const SearchSpace& params) {
 }  // namespace
 
 Status ParsePbtKeys(const ObjectReader& s, SchedulerSpec* out) {
-  TUNE_RETURN_IF_ERROR(s.AllowOnly({"type", "time_attr", "max_t", "perturbation_interval", "burn_in_period",
-                                    "quantile_fraction", "resample_probability", "perturbation_factors",
-                                    "hyperparam_mutations", "synch"},
+  TUNE_RETURN_IF_ERROR(s.AllowOnly({"type", "time_attr", "metric", "max_t", "perturbation_interval",
+                                    "burn_in_period", "quantile_fraction", "resample_probability",
+                                    "perturbation_factors", "hyperparam_mutations", "synch"},
                                    "for type \"pbt\""));
   // Ray's PBT runs until a stopper ends it: here a trial runs to max_t.
   TUNE_RETURN_IF_ERROR(s.Int("max_t", &out->max_t, Need::kRequired));

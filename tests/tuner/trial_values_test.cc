@@ -66,6 +66,20 @@ TEST_CASE("spec: a list of objectives, constraints and the scheduler's metric", 
   CHECK_FALSE(HasTrialValues(*single));
 }
 
+TEST_CASE("spec: PBT with several objectives ranks on scheduler.metric, and needs it", "[spec][multi-objective]") {
+  const std::string base = R"({"name": "mo-pbt",
+    "objective": [{"metric": "eval_loss", "mode": "min"}, {"metric": "adapter_mb", "mode": "min"}],
+    "parameters": {"lr": {"type": "loguniform", "low": 1e-5, "high": 1e-2}},
+    "limits": {"max_trials": 4}, "trial": {"command": ["prog"]}, )";
+  auto pbt = ParseExperimentSpec(base + R"("scheduler": {"type": "pbt", "metric": "eval_loss", "max_t": 40}})", "p.json");
+  INFO(pbt.status().message());
+  REQUIRE(pbt.ok());
+  CHECK(pbt->objective.metric == "eval_loss");
+  auto missing = ParseExperimentSpec(base + R"("scheduler": {"type": "pbt", "max_t": 40}})", "p.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().rfind("p.json: scheduler.metric: expected the objective that pbt ranks", 0) == 0);
+}
+
 TEST_CASE("constraint values follow Optuna's sign: at most 0 satisfied, else the excess", "[spec][multi-objective]") {
   ConstraintSpec max{"m", std::nullopt, 20.0};
   CHECK(ConstraintValue(max, 15) == -5);
