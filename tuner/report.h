@@ -61,7 +61,7 @@ struct TrialListing {
   // An objective's metric: best first by that objective (completed trials
   // with its value, in its direction; then the rest by number). A list of
   // objectives only; for the one objective it means best_first.
-  std::string sort_objective;
+  std::string sort_objective = "";
 };
 
 // One row per trial: number, state, value (with several objectives, one

@@ -241,7 +241,10 @@ TEST_CASE("pareto view: time at 1,000 and 10,000 trials", "[.bench]") {
     for (int i = 0; i < n; ++i) {
       std::vector<double> v(m);
       double norm = 0;
-      for (double& x : v) norm += (x = uniform() + 1e-9) * x;
+      for (double& x : v) {
+        x = uniform() + 1e-9;
+        norm += x * x;
+      }
       for (double& x : v) x /= std::sqrt(norm) * (1 + 0.3 * uniform());  // near a sphere: big fronts
       records.push_back(Completed(i, v));
       records.back().trial.constraints.clear();
