@@ -4,8 +4,8 @@
 # Usage: scripts/install-deps.sh [--no-torch] [--kubectl] [--test] [--bench]
 #   (none)   what the build and the demo need (scripts/demo.sh)
 #   --test   also what only the test suite needs: headless Chromium for the
-#            dashboard's browser tests, the PostgreSQL server, clang with its sanitizer and
-#            libFuzzer runtimes, kubectl and Python's venv/yaml/websocket
+#            dashboard's browser tests, the PostgreSQL server, bindfs
+#            (a FUSE mount), clang with its sanitizer and libFuzzer runtimes, kubectl and Python's venv/yaml/websocket
 #            for the Kubernetes and tracking tests, python3-torch for the
 #            plain-PyTorch example's test (tests/python) (scripts/test.sh)
 #   --kubectl  kubectl too (the Kubernetes backend's client; --test implies
@@ -45,6 +45,9 @@ if [ "$want_test" = 1 ]; then
   # PostgreSQL's server binaries: the PostgreSQL storage tests start a
   # throwaway server (tests/storage/postgres_server.h).
   pkgs+=(postgresql)
+  # bindfs: a real FUSE mount for the network-filesystem refusal
+  # (tests/storage/network_fs_test.cc).
+  pkgs+=(bindfs)
   # Debian's PyTorch for /usr/bin/python3: experiments/torch_loop/train.py
   # tuned end to end (tests/python/torch_loop_e2e_test.cc).
   pkgs+=(python3-torch)

@@ -9,10 +9,6 @@
 
 namespace tune {
 
-namespace internal {
-int64_t (*statfs_type_for_testing)(const std::string& path) = nullptr;
-}  // namespace internal
-
 namespace {
 
 // Whether the SQLite file at `path` is in WAL mode (its header's read and
@@ -56,7 +52,6 @@ std::string NetworkFilesystemName(int64_t t) {
 std::string NetworkFilesystemOf(const std::string& path) {
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   const std::string where = dir.empty() ? "." : dir.string();
-  if (internal::statfs_type_for_testing) return NetworkFilesystemName(internal::statfs_type_for_testing(where));
   struct statfs fs {};
   if (::statfs(where.c_str(), &fs) != 0) return "";
   return NetworkFilesystemName(static_cast<int64_t>(fs.f_type));

@@ -44,9 +44,4 @@ std::string NetworkFilesystemName(int64_t statfs_type);
 // statfs of its directory; "" for a local one or when statfs fails.
 std::string NetworkFilesystemOf(const std::string& path);
 
-namespace internal {
-// Tests replace statfs's answer (f_type of the directory of `path`).
-extern int64_t (*statfs_type_for_testing)(const std::string& path);
-}  // namespace internal
-
 }  // namespace tune

@@ -1,28 +1,25 @@
 // SQLite on a network filesystem (storage/open_storage.h): refused in WAL
 // mode with a pointer to PostgreSQL, or opened with a rollback journal when
-// allowed, which the file then keeps. statfs's answer is stubbed (no NFS or
-// FUSE mount can be made here).
+// allowed, which the file then keeps. On a real FUSE mount (bindfs over a
+// temporary directory: FUSE is what the check can mount here; NFS, CIFS
+// and CephFS differ only in statfs's f_type, checked by name). Where no
+// FUSE mount can be made (no bindfs, no /dev/fuse), the mount cases WARN
+// and are skipped.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
 
 #include "storage/open_storage.h"
+#include "tests/common/run_tune.h"
 #include "tests/common/temp_dir.h"
 
 namespace tune {
 namespace {
 
+using testing::Quote;
+using testing::Sh;
 using testing::TempDir;
-
-int64_t Nfs(const std::string&) { return 0x6969; }
-int64_t Fuse(const std::string&) { return 0x65735546; }
-
-// statfs answers `f` while it lives.
-struct StubStatfs {
-  explicit StubStatfs(int64_t (*f)(const std::string&)) { internal::statfs_type_for_testing = f; }
-  ~StubStatfs() { internal::statfs_type_for_testing = nullptr; }
-};
 
 // The file's journal mode by its header: 2 = WAL, 1 = rollback journal.
 int HeaderVersion(const std::string& path) {
@@ -31,6 +28,31 @@ int HeaderVersion(const std::string& path) {
   f.read(header, sizeof header);
   return header[18];
 }
+
+// `dir`/disk seen through a FUSE mount at `dir`/fuse while it lives.
+class FuseMount {
+ public:
+  explicit FuseMount(const std::filesystem::path& dir) : disk_(dir / "disk"), mount_(dir / "fuse") {
+    std::filesystem::create_directories(disk_);
+    std::filesystem::create_directories(mount_);
+    testing::Output o = Sh("bindfs " + Quote(disk_.string()) + " " + Quote(mount_.string()));
+    mounted_ = o.code == 0 && NetworkFilesystemOf((mount_ / "x").string()) == "fuse";
+    if (!mounted_) why_ = "bindfs " + std::to_string(o.code) + ": " + o.out;
+  }
+  ~FuseMount() {
+    // Unmounted before TempDir removes the tree, whatever the test did.
+    if (mounted_) Sh("fusermount -u " + Quote(mount_.string()) + " || umount " + Quote(mount_.string()));
+  }
+  bool ok() const { return mounted_; }
+  const std::string& why_not() const { return why_; }
+  std::string File(const std::string& name) const { return (mount_ / name).string(); }
+  std::string DiskFile(const std::string& name) const { return (disk_ / name).string(); }
+
+ private:
+  std::filesystem::path disk_, mount_;
+  bool mounted_ = false;
+  std::string why_;
+};
 
 TEST_CASE("network filesystems are told apart by statfs's f_type", "[storage][network-fs]") {
   CHECK(NetworkFilesystemName(0x6969) == "nfs");
@@ -45,16 +67,22 @@ TEST_CASE("network filesystems are told apart by statfs's f_type", "[storage][ne
   CHECK(NetworkFilesystemOf(dir.File("tune.db")) == "");  // the test's own disk is local
 }
 
-TEST_CASE("SQLite on a network filesystem: WAL refused with a pointer to PostgreSQL, a rollback journal when allowed",
+TEST_CASE("SQLite on a FUSE mount: WAL refused with a pointer to PostgreSQL, a rollback journal when allowed",
           "[storage][network-fs]") {
   TempDir dir;
-  const std::string db = dir.File("tune.db");
+  const std::string local_path = dir.File("disk/tune.db");
   {
-    StubStatfs nfs(Nfs);
+    FuseMount fuse(dir.path);
+    if (!fuse.ok()) {
+      WARN("no FUSE mount can be made here, the case is skipped: " << fuse.why_not());
+      return;
+    }
+    const std::string db = fuse.File("tune.db");
+    CHECK(NetworkFilesystemOf(db) == "fuse");
     auto refused = OpenStorage(db);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
-    CHECK(refused.status().message().find(db + ": is on a network filesystem (nfs)") == 0);
+    CHECK(refused.status().message().find(db + ": is on a network filesystem (fuse)") == 0);
     CHECK(refused.status().message().find("--db postgresql://") != std::string::npos);
     CHECK(refused.status().message().find("--allow-network-fs") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(db));  // nothing created
@@ -62,8 +90,7 @@ TEST_CASE("SQLite on a network filesystem: WAL refused with a pointer to Postgre
 
     auto allowed = OpenStorage(db, true, /*allow_network_fs=*/true);
     REQUIRE(allowed.ok());
-    auto e = (*allowed)->CreateExperiment("x", "{}", 1);
-    REQUIRE(e.ok());
+    REQUIRE((*allowed)->CreateExperiment("x", "{}", 1).ok());
     allowed->reset();
     CHECK(HeaderVersion(db) == 1);  // a rollback journal
     CHECK_FALSE(std::filesystem::exists(db + "-wal"));
@@ -76,17 +103,43 @@ TEST_CASE("SQLite on a network filesystem: WAL refused with a pointer to Postgre
     auto dashboard = OpenStorageReadOnly(db);
     REQUIRE(dashboard.ok());
     CHECK((*dashboard)->ListExperiments()->size() == 1);
+    dashboard->reset();
+
+    // The same file on the local disk under the mount goes back to WAL...
+    REQUIRE(OpenStorage(local_path).ok());
+    CHECK(HeaderVersion(local_path) == 2);
+    // ...and a WAL file seen through FUSE is refused for every open, the
+    // dashboard's too.
+    CHECK(OpenStorage(db, false).status().message().find("network filesystem (fuse)") != std::string::npos);
+    CHECK(OpenStorageReadOnly(db).status().code() == StatusCode::kFailedPrecondition);
   }
-  // The same file on a local disk goes back to WAL.
-  {
-    auto local = OpenStorage(db);
-    REQUIRE(local.ok());
+  CHECK(std::filesystem::exists(local_path));  // unmounted: the disk copy stays
+}
+
+TEST_CASE("tune run refuses a database on a FUSE mount in one sentence, and runs there with --allow-network-fs",
+          "[storage][network-fs]") {
+  TempDir dir;
+  FuseMount fuse(dir.path);
+  if (!fuse.ok()) {
+    WARN("no FUSE mount can be made here, the case is skipped: " << fuse.why_not());
+    return;
   }
-  CHECK(HeaderVersion(db) == 2);
-  // A WAL file seen on FUSE: every open refused, the dashboard's too.
-  StubStatfs fuse(Fuse);
-  CHECK(OpenStorage(db, false).status().message().find("network filesystem (fuse)") != std::string::npos);
-  CHECK(OpenStorageReadOnly(db).status().code() == StatusCode::kFailedPrecondition);
+  const std::string spec = dir.File("e.json");
+  std::ofstream(spec) << R"({"name": "nfs", "objective": {"metric": "loss", "mode": "min"},
+    "parameters": {"x": {"type": "uniform", "low": 0, "high": 1}}, "limits": {"max_trials": 2},
+    "trial": {"command": ["sh", "-c", "echo step=1 loss=${x}"]}})";
+  const std::string db = fuse.File("tune.db");
+  testing::Output refused = Sh(testing::Tune("run " + Quote(spec) + " --db " + Quote(db) + " --quiet"));
+  CHECK(refused.code == 2);
+  CHECK(refused.out.find(db + ": is on a network filesystem (fuse)") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(db));
+  testing::Output allowed =
+      Sh(testing::Tune("run " + Quote(spec) + " --db " + Quote(db) + " --quiet --allow-network-fs"));
+  INFO(allowed.out);
+  CHECK(allowed.code == 0);
+  testing::Output best = Sh(testing::Tune("best --db " + Quote(db) + " --format json"));
+  CHECK(best.code == 0);
+  CHECK(HeaderVersion(db) == 1);
 }
 
 }  // namespace
