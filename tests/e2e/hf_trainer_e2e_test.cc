@@ -138,19 +138,26 @@ double LinearWarmup(long step, long warmup, long total) {
   return std::max(0.0, double(total - step) / double(std::max(1L, total - warmup)));
 }
 
+// `tune run` of `spec` into <dir>/t.db to the end: exit 0 and no trial
+// process left; its wall time as a warning. The database's path.
+std::string RunToEnd(const fs::path& dir, const json& spec, const std::string& what) {
+  const fs::path spec_path = Write(dir, spec);
+  const std::string db = (dir / "t.db").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  Output out = Sh(Tune("run " + Quote(spec_path.string()) + " --db " + Quote(db) + " --quiet"));
+  INFO(out.out);
+  REQUIRE(out.code == 0);
+  WARN(what << " run: " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+  CHECK(NoProcessLeft(Needle()));
+  return db;
+}
+
 TEST_CASE("HF Trainer + PEFT with ASHA: pruned trials stop within an eval interval, nothing left running",
           "[e2e][hf]") {
   const Setup& s = Shared();
   TempDir run("hf_asha");
   json spec = Experiment("hf-trainer-asha.json", "hf-asha", run.path);
-  const fs::path spec_path = Write(run.path, spec);
-  const std::string db = (run.path / "t.db").string();
-  const auto t0 = std::chrono::steady_clock::now();
-  Output out = Sh(Tune("run " + Quote(spec_path.string()) + " --db " + Quote(db) + " --quiet"));
-  INFO(out.out);
-  REQUIRE(out.code == 0);
-  WARN("ASHA run: " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
-  CHECK(NoProcessLeft(Needle()));
+  const std::string db = RunToEnd(run.path, spec, "ASHA");
 
   const int eval_every = 10;
   const long max_t = spec["scheduler"]["max_t"];
@@ -197,14 +204,7 @@ TEST_CASE("HF Trainer + PEFT with PBT: an exploited trial continues from the don
           "[e2e][hf]") {
   TempDir run("hf_pbt");
   json spec = Experiment("hf-trainer-pbt.json", "hf-pbt", run.path);
-  const fs::path spec_path = Write(run.path, spec);
-  const std::string db = (run.path / "t.db").string();
-  const auto t0 = std::chrono::steady_clock::now();
-  Output out = Sh(Tune("run " + Quote(spec_path.string()) + " --db " + Quote(db) + " --quiet"));
-  INFO(out.out);
-  REQUIRE(out.code == 0);
-  WARN("PBT run: " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
-  CHECK(NoProcessLeft(Needle()));
+  const std::string db = RunToEnd(run.path, spec, "PBT");
 
   // max_steps of the command: the schedule's length.
   long total = 0;
