@@ -72,13 +72,11 @@ ParetoView ComputeParetoView(const ExperimentSpec& spec, const std::vector<Trial
     }
   }
   const std::vector<size_t> front = ParetoFront(losses);
-  for (size_t k : front) view.front.push_back(view.feasible[k]);
-  std::stable_sort(view.front.begin(), view.front.end(), [&](size_t a, size_t b) {
-    const Losses la = ToLosses(ValuesOf(spec, records[a].trial), maximize);
-    const Losses lb = ToLosses(ValuesOf(spec, records[b].trial), maximize);
-    if (la[0] != lb[0]) return la[0] < lb[0];
-    return records[a].trial.number < records[b].trial.number;
-  });
+  // By the first objective, then by number (feasible is in number order).
+  std::vector<size_t> by_first = front;
+  std::stable_sort(by_first.begin(), by_first.end(),
+                   [&](size_t a, size_t b) { return losses[a][0] < losses[b][0]; });
+  for (size_t k : by_first) view.front.push_back(view.feasible[k]);
   const bool ref_ok = std::all_of(view.reference.begin(), view.reference.end(),
                                   [](double r) { return std::isfinite(r); });
   if (!ref_ok || losses.empty() || !with_hypervolume) return view;

@@ -37,9 +37,10 @@ std::optional<ExperimentSpec> StoredSpec(const ExperimentRecord& e) {
 // The objective as stored with the experiment (with several, the one early
 // stopping ranks on: ExperimentSpec::objective). A spec that does not parse
 // falls back to its "objective" object's fields, else the defaults.
-Objective ObjectiveOf(const ExperimentRecord& e, std::optional<Mode> override_mode) {
+Objective ObjectiveOf(const ExperimentRecord& e, const std::optional<ExperimentSpec>& spec,
+                      std::optional<Mode> override_mode) {
   Objective o;
-  if (std::optional<ExperimentSpec> spec = StoredSpec(e)) {
+  if (spec) {
     o.metric = spec->objective.metric;
     o.mode = spec->objective.mode;
   } else {
@@ -55,6 +56,9 @@ Objective ObjectiveOf(const ExperimentRecord& e, std::optional<Mode> override_mo
   }
   if (override_mode) o.mode = *override_mode;
   return o;
+}
+Objective ObjectiveOf(const ExperimentRecord& e, std::optional<Mode> override_mode) {
+  return ObjectiveOf(e, StoredSpec(e), override_mode);
 }
 
 double Now() {
@@ -289,9 +293,9 @@ Status PrintBest(Storage& storage, const std::string& experiment, const std::str
     return Status::InvalidArgument("unknown format '" + format + "' for best: use table or json");
   }
   TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
-  Objective obj = ObjectiveOf(e, mode);
-  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
   const std::optional<ExperimentSpec> spec = StoredSpec(e);
+  Objective obj = ObjectiveOf(e, spec, mode);
+  TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
   if (spec && IsMultiObjective(*spec)) return PrintFront(e, *spec, records, format, out);
   if (spec && !spec->constraints.empty()) {
     // The best of the trials that kept every constraint.
@@ -375,13 +379,13 @@ Status PrintTrials(Storage& storage, const std::string& experiment, const TrialL
   }
   const std::optional<TrialState>& state = listing.state;
   TUNE_ASSIGN_OR_RETURN(ExperimentRecord e, ResolveExperiment(storage, experiment));
-  Objective obj = ObjectiveOf(e, std::nullopt);
+  const std::optional<ExperimentSpec> spec = StoredSpec(e);
+  Objective obj = ObjectiveOf(e, spec, std::nullopt);
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> all, storage.ListTrialRecords(e.id));
   std::vector<TrialRecord> records;
   for (TrialRecord& r : all) {
     if (!state || r.trial.state == *state) records.push_back(std::move(r));
   }
-  const std::optional<ExperimentSpec> spec = StoredSpec(e);
   const bool multi = spec && IsMultiObjective(*spec);
   const bool constrained = spec && !spec->constraints.empty();
   bool best_first = listing.best_first;
@@ -594,7 +598,7 @@ Status PrintImportance(Storage& storage, const std::string& experiment, const st
                                       "' does not parse here: " + spec.status().message());
   }
   TUNE_ASSIGN_OR_RETURN(std::vector<TrialRecord> records, storage.ListTrialRecords(e.id));
-  Objective obj = ObjectiveOf(e, std::nullopt);
+  Objective obj{spec->objective.metric, spec->objective.mode};
   if (!objective.empty() && objective != spec->objective.metric) {
     // Another of several objectives: its completed trials' values stand in
     // for the ranked objective's (pruned trials have none and drop out).
