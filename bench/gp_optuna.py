@@ -11,10 +11,13 @@ last 10. With
 
   $(bench/gp_optuna_venv.sh) bench/gp_optuna.py [--seeds 30] [--first-seed 0]
       [--trials 50] [--inflight 1] [--functions lr_valley,branin,...] [--sampler gp|tpe]
+      [--dump FILE]
 
-Prints a Markdown table in gp_bench's format.
+Prints a Markdown table in gp_bench's format. --dump writes one JSON line
+per run, as gp_bench's --dump does (the best value after each trial).
 """
 import argparse
+import json
 import math
 import os
 import sys
@@ -108,7 +111,9 @@ def main():
     ap.add_argument("--inflight", type=int, default=1)
     ap.add_argument("--functions", default="lr_valley,branin,hartmann6,mixed6,hpo_lora")
     ap.add_argument("--sampler", default="gp", choices=["gp", "tpe"])
+    ap.add_argument("--dump")
     args = ap.parse_args()
+    dump = open(args.dump, "w") if args.dump else None
     marks = [m for m in (20, 30, 50, 100, 200) if m <= args.trials]
     problems = {p[0]: p for p in SUITE}
     print("| function | sampler |" + "".join(" regret@%d median [q25, q75] |" % m for m in marks)
@@ -125,6 +130,11 @@ def main():
             cpu_all += ca
             cpu_model += cm
             cpu_last += cl
+            if dump:
+                dump.write(json.dumps({"function": name, "sampler": "optuna-" + args.sampler, "seed": seed,
+                                       "inflight": args.inflight, "best": curve, "cpu_per_suggestion": ca,
+                                       "cpu_past_startup": cm}) + "\n")
+                dump.flush()
         cells = "".join(" %.3g [%.3g, %.3g] |" % (quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75))
                         for v in at)
         print("| %s | optuna-%s |%s %.2f / %.2f / %.2f |" % (
