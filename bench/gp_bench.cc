@@ -6,11 +6,11 @@
 //
 //   gp_bench [--seeds 30] [--first-seed 0] [--trials 50] [--inflight 1]
 //            [--functions lr_valley,branin,hartmann6,mixed6,hpo_lora]
-//            [--samplers gp,tpe,random] [--dump FILE]
+//            [--samplers gp,tpe,random,auto,auto:N] [--dump FILE]
 //
 // Per function and sampler: median (and quartiles) over the seeds of the
 // simple regret (best value found minus the optimum) after 20, 30 and 50
-// trials (those <= --trials), and the mean CPU time of this thread per
+// trials (those <= --trials; also 100, 200, 300), and the mean CPU time of this thread per
 // suggestion over the whole run, over the trials past the 10 startup ones,
 // and over the last 10 (the cost at about --trials trials). With --inflight K, K trials run at once: each new trial is sampled
 // with the K - 1 unfinished ones in the history as running trials.
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench/tpe_suite.h"
+#include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
@@ -76,6 +77,17 @@ std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
     TpeSamplerOptions o;
     o.seed = seed;
     return std::make_unique<TpeSampler>(o);
+  }
+  if (kind == "auto" || kind.rfind("auto:", 0) == 0) {
+    // "auto:N": AutoSampler handing over from the GP to TPE at N completed trials.
+    AutoSamplerOptions o;
+    o.seed = seed;
+    if (kind.size() > 5) o.max_completed_for_gp = std::stoi(kind.substr(5));
+    return std::make_unique<AutoSampler>(o);
+  }
+  if (kind != "random") {
+    std::fprintf(stderr, "gp_bench: no sampler %s (gp, tpe, random, auto, auto:N)\n", kind.c_str());
+    std::exit(2);
   }
   return std::make_unique<RandomSampler>(seed);
 }
@@ -163,7 +175,7 @@ int Main(int argc, char** argv) {
   std::ofstream out;
   if (!dump.empty()) out.open(dump);
   std::vector<int> marks;
-  for (int m : {20, 30, 50, 100, 200}) if (m <= trials) marks.push_back(m);
+  for (int m : {20, 30, 50, 100, 200, 300}) if (m <= trials) marks.push_back(m);
   std::printf("| function | sampler |");
   for (int m : marks) std::printf(" regret@%d median [q25, q75] |", m);
   std::printf(" CPU ms/suggestion (all / past startup / last 10) |\n|---|---|");
