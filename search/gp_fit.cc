@@ -6,6 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "search/gp_cholesky.h"
+
 namespace tune {
 namespace {
 
@@ -43,70 +45,92 @@ Eigen::VectorXd GpRawFromParams(const GpKernelParams& p, double minimum_noise) {
   return raw;
 }
 
+GpMapLoss::GpMapLoss(const GpMatrix& x, const Eigen::VectorXd& y, const std::vector<char>& is_categorical,
+                     double minimum_noise, bool deterministic)
+    : n_(x.rows()), y_(y), minimum_noise_(minimum_noise), deterministic_(deterministic) {
+  const Eigen::Index d = x.cols(), pairs = n_ * (n_ - 1) / 2;
+  pair_sqd_.resize(pairs, d);
+  for (Eigen::Index j = 0; j < d; ++j) {
+    const Eigen::ArrayXd xj = x.col(j);  // contiguous copy
+    for (Eigen::Index k = 0, p = 0; k < n_; p += n_ - 1 - k, ++k) {
+      auto below = xj.tail(n_ - 1 - k);
+      auto out = pair_sqd_.col(j).segment(p, n_ - 1 - k).array();
+      if (is_categorical[j]) {
+        out = (below != xj[k]).cast<double>();
+      } else {
+        out = (below - xj[k]).square();
+      }
+    }
+  }
+  c_.resize(n_, n_);
+}
+
+double GpMapLoss::operator()(const Eigen::VectorXd& raw, Eigen::VectorXd* grad) {
+  const Eigen::Index d = pair_sqd_.cols();
+  const GpKernelParams p = GpParamsFromRaw(raw, minimum_noise_, deterministic_);
+  const Eigen::VectorXd& w = p.inverse_squared_lengthscales;
+  const double scale = p.kernel_scale;
+  // K on the pairs (Matern52Matrix's formulas); K_ii = scale.
+  r2_ = (pair_sqd_ * w).array();
+  s_ = (5.0 * r2_).sqrt();
+  e_ = (-s_).exp();
+  k_ = scale * (e_ * ((5.0 / 3.0) * r2_ + s_ + 1.0));
+  for (Eigen::Index k = 0, q = 0; k < n_; q += n_ - 1 - k, ++k) {
+    c_(k, k) = scale + p.noise_var;
+    c_.col(k).tail(n_ - 1 - k) = k_.segment(q, n_ - 1 - k).matrix();
+  }
+  Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(c_);  // c_ now holds L
+  if (llt.info() != Eigen::Success) return std::numeric_limits<double>::infinity();
+  alpha_ = llt.solve(y_);
+  const double mll = -c_.diagonal().array().log().sum() - 0.5 * y_.dot(alpha_);
+  const double loss = -mll - GpLogPrior(p);
+  if (!grad) return loss;
+  CholeskyInverseInPlace(c_);  // c_ now holds C^-1
+  // G = W * dK/dr2 on the pairs, W = alpha alpha^T - C^-1; also sum W K.
+  dk_ = ((-5.0 / 6.0) * scale) * ((s_ + 1.0) * e_);
+  double wk_pairs = 0;
+  g_.resize(r2_.size());
+  for (Eigen::Index k = 0, q = 0; k < n_; q += n_ - 1 - k, ++k) {
+    const Eigen::Index len = n_ - 1 - k;
+    auto wcol = alpha_[k] * alpha_.tail(len).array() - c_.col(k).tail(len).array();
+    g_.segment(q, len) = wcol * dk_.segment(q, len);
+    wk_pairs += (wcol * k_.segment(q, len)).sum();
+  }
+  const double w_trace = (alpha_.array().square() - c_.diagonal().array()).sum();
+  // sum_ik G_ik sqd_j(x_i, x_k) = 2 sum over pairs (sqd_j is 0 on the diagonal).
+  const Eigen::VectorXd s = 2.0 * (pair_sqd_.transpose() * g_.matrix());
+  grad->resize(d + 2);
+  for (Eigen::Index j = 0; j < d; ++j) {
+    // dC/dlog w_j = w_j * dK/dr2 * sqd_j; prior: d/dlog w of -(0.1/w + 0.1 w).
+    (*grad)[j] = -(0.5 * w[j] * s[j]) - (0.1 / w[j] - 0.1 * w[j]);
+  }
+  // dC/dlog scale = K; sum_ik W_ik K_ik = 2 (pairs) + scale trace(W).
+  (*grad)[d] = -(0.5 * (2.0 * wk_pairs + scale * w_trace)) - (1.0 - scale);
+  if (deterministic_) {
+    (*grad)[d + 1] = 0;
+  } else {
+    double e = p.noise_var - minimum_noise_;  // dnoise/draw
+    (*grad)[d + 1] = -(0.5 * w_trace * e) - (0.1 / p.noise_var - 30.0) * e;
+  }
+  return loss;
+}
+
 double GpNegLogPosterior(const GpMatrix& x, const Eigen::VectorXd& y, const std::vector<char>& is_categorical,
                          const Eigen::VectorXd& raw, double minimum_noise, bool deterministic,
                          Eigen::VectorXd* grad) {
-  const Eigen::Index n = x.rows(), d = x.cols();
-  const GpKernelParams p = GpParamsFromRaw(raw, minimum_noise, deterministic);
-  const Eigen::VectorXd& w = p.inverse_squared_lengthscales;
-  // K and dmatern/dr2 per pair.
-  Eigen::MatrixXd dm;
-  Eigen::MatrixXd k = Matern52Matrix(WeightedSquaredDistances(x, x, is_categorical, w), p.kernel_scale, &dm);
-  Eigen::MatrixXd c = k;
-  c.diagonal().array() += p.noise_var;
-  Eigen::LLT<Eigen::MatrixXd> llt(c);
-  if (llt.info() != Eigen::Success) return std::numeric_limits<double>::infinity();
-  Eigen::MatrixXd l = llt.matrixL();
-  Eigen::VectorXd alpha = llt.solve(y);
-  double mll = -l.diagonal().array().log().sum() - 0.5 * y.dot(alpha);
-  double loss = -mll - GpLogPrior(p);
-  if (!grad) return loss;
-  // d mll / d theta = 1/2 sum_ik W_ik dC_ik/dtheta, W = alpha alpha^T - C^-1.
-  Eigen::MatrixXd wmat = alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
-  Eigen::MatrixXd g = wmat.cwiseProduct(dm);
-  grad->resize(d + 2);
-  const Eigen::VectorXd g_rows = g.rowwise().sum();
-  const double g_total = g_rows.sum();
-  for (Eigen::Index j = 0; j < d; ++j) {
-    // s = sum_ik G_ik sqd_j(x_i, x_k), G symmetric.
-    double s = 0;
-    if (is_categorical[j]) {
-      double same = 0;
-      for (Eigen::Index i = 0; i < n; ++i) {
-        for (Eigen::Index m = 0; m < n; ++m) same += x(i, j) == x(m, j) ? g(i, m) : 0.0;
-      }
-      s = g_total - same;
-    } else {
-      Eigen::VectorXd xj = x.col(j);
-      s = 2.0 * xj.array().square().matrix().dot(g_rows) - 2.0 * xj.dot(g * xj);
-    }
-    // dC/dlog w_j = w_j * dm * sqd_j; prior: d/dlog w of -(0.1/w + 0.1 w).
-    (*grad)[j] = -(0.5 * w[j] * s) - (0.1 / w[j] - 0.1 * w[j]);
-  }
-  (*grad)[d] = -(0.5 * wmat.cwiseProduct(k).sum()) - (1.0 - p.kernel_scale);
-  if (deterministic) {
-    (*grad)[d + 1] = 0;
-  } else {
-    double e = p.noise_var - minimum_noise;  // dnoise/draw
-    (*grad)[d + 1] = -(0.5 * wmat.trace() * e) - (0.1 / p.noise_var - 30.0) * e;
-  }
-  return loss;
+  return GpMapLoss(x, y, is_categorical, minimum_noise, deterministic)(raw, grad);
 }
 
 namespace {
 
 // The loss as LBFGSpp wants it, remembering the best point evaluated.
 struct Loss {
-  const GpMatrix& x;
-  const Eigen::VectorXd& y;
-  const std::vector<char>& is_categorical;
-  double minimum_noise;
-  bool deterministic;
+  GpMapLoss loss;
   double best = std::numeric_limits<double>::infinity();
   Eigen::VectorXd best_raw;
 
   double operator()(const Eigen::VectorXd& raw, Eigen::VectorXd& grad) {
-    double f = GpNegLogPosterior(x, y, is_categorical, raw, minimum_noise, deterministic, &grad);
+    double f = loss(raw, &grad);
     if (!std::isfinite(f)) {
       grad.setZero();
       return std::numeric_limits<double>::max();
@@ -126,7 +150,8 @@ GpRegressor FitGpRegressor(const GpMatrix& x, const Eigen::VectorXd& y, const st
   Eigen::VectorXd raw = Eigen::VectorXd::Zero(d + 2);
   raw[d + 1] = std::log(1.0 - 0.99 * minimum_noise);
   if (init) raw = GpRawFromParams(*init, 0.99 * minimum_noise);
-  Loss loss{x, y, is_categorical, minimum_noise, deterministic, std::numeric_limits<double>::infinity(), raw};
+  Loss loss{GpMapLoss(x, y, is_categorical, minimum_noise, deterministic), std::numeric_limits<double>::infinity(),
+            raw};
   LBFGSpp::LBFGSBParam<double> param;  // scipy's L-BFGS-B defaults where they differ
   param.m = 10;
   param.epsilon = gtol;  // projected gradient, infinity norm (scipy's gtol)

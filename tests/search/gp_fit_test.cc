@@ -1,10 +1,13 @@
 // MAP fitting of the kernel parameters (search/gp_fit.h): the prior against
-// hand-computed values, the loss gradient against finite differences, and a
-// fit that improves the log posterior.
+// hand-computed values, the loss and its gradient against a dense reference
+// formula and finite differences, C^-1 from the Cholesky factor
+// (search/gp_cholesky.h) against a direct solve, and a fit that improves the
+// log posterior.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 
+#include "search/gp_cholesky.h"
 #include "search/gp_fit.h"
 
 namespace tune {
@@ -29,6 +32,90 @@ Data MakeData(int n, uint64_t seed) {
   }
   d.y = (d.y.array() - d.y.mean()) / std::sqrt((d.y.array() - d.y.mean()).square().mean());
   return d;
+}
+
+// The loss and gradient written out densely, as the fit first computed them:
+// the full kernel matrix, W = alpha alpha^T - C^-1 by a direct solve, and
+// sum_ik W_ik dC_ik/dtheta per parameter over all n^2 entries.
+double ReferenceLoss(const Data& d, const Eigen::VectorXd& raw, bool deterministic, Eigen::VectorXd* grad) {
+  const Eigen::Index n = d.x.rows(), dims = d.x.cols();
+  const GpKernelParams p = GpParamsFromRaw(raw, kGpMinimumNoise, deterministic);
+  Eigen::MatrixXd k(n, n), dk(n, n);
+  std::vector<Eigen::MatrixXd> sqd(dims, Eigen::MatrixXd(n, n));
+  for (Eigen::Index i = 0; i < n; ++i) {
+    for (Eigen::Index m = 0; m < n; ++m) {
+      double r2 = 0;
+      for (Eigen::Index j = 0; j < dims; ++j) {
+        sqd[j](i, m) = SquaredDiff(d.x(i, j), d.x(m, j), d.cats[j]);
+        r2 += p.inverse_squared_lengthscales[j] * sqd[j](i, m);
+      }
+      k(i, m) = p.kernel_scale * Matern52(r2);
+      dk(i, m) = p.kernel_scale * Matern52Deriv(r2);
+    }
+  }
+  Eigen::MatrixXd c = k + p.noise_var * Eigen::MatrixXd::Identity(n, n);
+  Eigen::LLT<Eigen::MatrixXd> llt(c);
+  Eigen::VectorXd alpha = llt.solve(d.y);
+  Eigen::MatrixXd l = llt.matrixL();
+  double loss = l.diagonal().array().log().sum() + 0.5 * d.y.dot(alpha) - GpLogPrior(p);
+  Eigen::MatrixXd w = alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
+  grad->resize(dims + 2);
+  for (Eigen::Index j = 0; j < dims; ++j) {
+    double wj = p.inverse_squared_lengthscales[j];
+    (*grad)[j] = -0.5 * wj * w.cwiseProduct(dk.cwiseProduct(sqd[j])).sum() - (0.1 / wj - 0.1 * wj);
+  }
+  (*grad)[dims] = -0.5 * w.cwiseProduct(k).sum() - (1.0 - p.kernel_scale);
+  double e = p.noise_var - kGpMinimumNoise;
+  (*grad)[dims + 1] = deterministic ? 0.0 : -0.5 * w.trace() * e - (0.1 / p.noise_var - 30.0) * e;
+  return loss;
+}
+
+TEST_CASE("C^-1 from the Cholesky factor equals a direct solve, leaving the upper triangle", "[gp]") {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> z(0, 1);
+  for (int n : {1, 2, 7, 16, 17, 40, 97}) {
+    Eigen::MatrixXd a(n, n);
+    for (int i = 0; i < n * n; ++i) a.data()[i] = z(rng);
+    Eigen::MatrixXd c = a * a.transpose() + 0.1 * Eigen::MatrixXd::Identity(n, n);
+    Eigen::LLT<Eigen::MatrixXd> llt(c);
+    Eigen::MatrixXd expected = llt.solve(Eigen::MatrixXd::Identity(n, n));
+    Eigen::MatrixXd m = llt.matrixL();
+    m.triangularView<Eigen::StrictlyUpper>().setConstant(7.0);
+    CholeskyInverseInPlace(m);
+    INFO("n = " << n);
+    Eigen::MatrixXd got = m.selfadjointView<Eigen::Lower>();
+    CHECK((got - expected).norm() <= 1e-9 * expected.norm());
+    if (n > 1) CHECK((m.triangularView<Eigen::StrictlyUpper>().toDenseMatrix().array() == 7.0).count() ==
+                     n * (n - 1) / 2);
+  }
+}
+
+TEST_CASE("the loss and gradient over cached pair distances equal the dense formula", "[gp]") {
+  // Two continuous and two choice coordinates; n spans the recursion's leaf size.
+  for (int n : {2, 15, 61}) {
+    std::mt19937_64 rng(n);
+    std::uniform_real_distribution<double> u(0, 1);
+    Data d{GpMatrix(n, 4), Eigen::VectorXd(n), {0, 1, 0, 1}};
+    for (int i = 0; i < n; ++i) {
+      d.x(i, 0) = u(rng), d.x(i, 1) = std::floor(3 * u(rng)), d.x(i, 2) = u(rng), d.x(i, 3) = std::floor(2 * u(rng));
+      d.y[i] = std::sin(5 * d.x(i, 0)) + d.x(i, 1) * d.x(i, 2) + 0.1 * u(rng);
+    }
+    for (bool deterministic : {false, true}) {
+      GpMapLoss loss(d.x, d.y, d.cats, kGpMinimumNoise, deterministic);
+      for (int trial = 0; trial < 3; ++trial) {
+        Eigen::VectorXd raw(6);
+        for (int j = 0; j < 6; ++j) raw[j] = 2 * u(rng) - 1;
+        raw[5] -= 4;  // noise about 1e-2
+        Eigen::VectorXd grad, expected_grad;
+        double f = loss(raw, &grad), expected = ReferenceLoss(d, raw, deterministic, &expected_grad);
+        INFO("n = " << n << (deterministic ? " (deterministic)" : "") << ", raw = " << raw.transpose());
+        CHECK(f == Approx(expected).epsilon(1e-11).margin(1e-11));
+        CHECK(loss(raw, nullptr) == f);
+        for (int j = 0; j < 6; ++j) CHECK(grad[j] == Approx(expected_grad[j]).epsilon(1e-9).margin(1e-9));
+        CHECK(GpNegLogPosterior(d.x, d.y, d.cats, raw, kGpMinimumNoise, deterministic, nullptr) == f);
+      }
+    }
+  }
 }
 
 TEST_CASE("the prior is Optuna's default_log_prior", "[gp]") {
