@@ -39,15 +39,10 @@ inline double SquaredDiff(double a, double b, bool categorical) {
 double WeightedSquaredDistance(const double* a, const double* b, const std::vector<char>& is_categorical,
                                const Eigen::VectorXd& w);
 
-// R2[i][k] = sum_j w_j sqd_j(x1_i, x2_k) for all pairs (clamped at 0; the
-// continuous part by a matrix product).
-Eigen::MatrixXd WeightedSquaredDistances(const GpMatrix& x1, const GpMatrix& x2,
-                                         const std::vector<char>& is_categorical, const Eigen::VectorXd& w);
-// scale * matern52 of each entry of `r2`, and (if `deriv`) scale * its
-// derivative with respect to r2.
-Eigen::MatrixXd Matern52Matrix(const Eigen::MatrixXd& r2, double scale, Eigen::MatrixXd* deriv = nullptr);
-
-// The kernel matrix K[i][k] = k(x1_i, x2_k), without noise.
+// The kernel matrix K[i][k] = k(x1_i, x2_k), without noise. Squared
+// differences are taken directly, (a - b)^2 as Optuna's kernel does, one
+// row of x1 at a time against all of x2 (vectorised over x2's rows, so that
+// one point costs as little per entry as many).
 Eigen::MatrixXd KernelMatrix(const GpMatrix& x1, const GpMatrix& x2, const std::vector<char>& is_categorical,
                              const GpKernelParams& params);
 

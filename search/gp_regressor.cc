@@ -27,10 +27,6 @@ bool GpRegressor::Cache() {
   if (chol_.size() == 0 && x_.rows() > 0) return false;
   alpha_ = chol_.triangularView<Eigen::Lower>().solve(y_);
   chol_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
-  chol_inv_t_ = chol_.triangularView<Eigen::Lower>()
-                    .solve(Eigen::MatrixXd::Identity(x_.rows(), x_.rows()))
-                    .transpose();
-  chol_inv_t_.triangularView<Eigen::StrictlyLower>().setZero();
   return true;
 }
 
@@ -51,9 +47,15 @@ bool GpRegressor::AppendRunning(const GpMatrix& x_running) {
 void GpRegressor::Posterior(const GpMatrix& x, Eigen::VectorXd* mean, Eigen::VectorXd* var) const {
   Eigen::MatrixXd kx = KernelMatrix(x, x_, is_categorical_, params_);  // m x n
   *mean = kx * alpha_;
-  // v = k(x, X) L^-T (rows): var = scale - |v|^2.
-  Eigen::MatrixXd v = kx * chol_inv_t_.triangularView<Eigen::Upper>();
-  *var = (params_.kernel_scale - v.rowwise().squaredNorm().array()).max(0.0);
+  // Rows v = L^-1 k(X, x), solved in place as V L^T = k(x, X) (one
+  // triangular solve with m right-hand sides): var = scale - |v|^2.
+  if (kx.rows() == 1) {  // one point: a triangular solve with a vector
+    Eigen::Map<Eigen::RowVectorXd> v(kx.data(), kx.cols());
+    chol_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(v);
+  } else {
+    chol_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(kx);
+  }
+  *var = (params_.kernel_scale - kx.rowwise().squaredNorm().array()).max(0.0);
 }
 
 void GpRegressor::PosteriorWithGrad(const double* x, double* mean, double* var, double* dmean,

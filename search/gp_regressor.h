@@ -46,7 +46,6 @@ class GpRegressor {
   std::vector<char> is_categorical_;
   GpKernelParams params_;
   Eigen::MatrixXd chol_;   // lower-triangular L, C = L L^T
-  Eigen::MatrixXd chol_inv_t_;  // (L^-1)^T: posteriors of many points by one matrix product
   Eigen::VectorXd alpha_;  // C^-1 y
 };
 
