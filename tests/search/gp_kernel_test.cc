@@ -42,6 +42,21 @@ TEST_CASE("Matern 5/2 matches hand-computed values and its derivative", "[gp]") 
   }
 }
 
+TEST_CASE("the kernel matrix equals the kernel of each pair", "[gp]") {
+  const std::vector<char> cats = {0, 1, 0, 1};
+  GpMatrix x1 = RandomPoints(9, 4, 4, cats), x2 = RandomPoints(13, 4, 5, cats);
+  GpKernelParams p = Params({2.5, 0.3, 7.0, 1.1}, 0.9, 0.1);
+  Eigen::MatrixXd k = KernelMatrix(x1, x2, cats, p);
+  REQUIRE(k.rows() == 9);
+  REQUIRE(k.cols() == 13);
+  for (int i = 0; i < 9; ++i) {
+    for (int m = 0; m < 13; ++m) {
+      double r2 = WeightedSquaredDistance(x1.row(i).data(), x2.row(m).data(), cats, p.inverse_squared_lengthscales);
+      CHECK(k(i, m) == Approx(0.9 * Matern52(r2)).epsilon(1e-14));
+    }
+  }
+}
+
 TEST_CASE("the kernel sums weighted squared differences and a Hamming term for choices", "[gp]") {
   const std::vector<char> cats = {0, 0, 1};
   GpMatrix x1(1, 3), x2(2, 3);
@@ -74,6 +89,10 @@ TEST_CASE("the posterior equals a direct solve, and its gradient finite differen
   for (int i = 0; i < 5; ++i) {
     CHECK(mean[i] == Approx(kq.row(i).dot(cinv * y)).margin(1e-10));
     CHECK(var[i] == Approx(p.kernel_scale - kq.row(i).dot(cinv * kq.row(i).transpose())).margin(1e-10));
+    Eigen::VectorXd mean1, var1;  // one point alone (a vector solve) as in the batch
+    gpr.Posterior(q.row(i), &mean1, &var1);
+    CHECK(mean1[0] == Approx(mean[i]).margin(1e-12));
+    CHECK(var1[0] == Approx(var[i]).margin(1e-12));
     double m1 = 0, v1 = 0, dm[3], dv[3];
     gpr.PosteriorWithGrad(q.row(i).data(), &m1, &v1, dm, dv);
     CHECK(m1 == Approx(mean[i]).margin(1e-12));
