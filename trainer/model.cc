@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "trainer/checkpointing.h"
@@ -27,19 +28,28 @@ constexpr char kPeftPrefix[] = "base_model.model.";
 }  // namespace
 
 // ---------------------------------------------------------------------------
-ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, bool has_bias)
+ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, bool has_bias, bool float_weight)
     : in_features_(in_features), out_features_(out_features) {
-  weight = register_parameter("weight", torch::empty({out_features, in_features}));
+  weight = register_parameter("weight", float_weight ? torch::empty({out_features, in_features}) : torch::empty({0}));
   if (has_bias) bias = register_parameter("bias", torch::zeros({out_features}));
 }
 
 void ProjectionImpl::Quantize(const BaseQuantization& q, torch::ScalarType dtype) {
-  torch::NoGradGuard no_grad;
-  weight_4bit_ = register_module("weight_4bit", Frozen4bitWeight(weight.to(dtype), q.type, q.double_quant));
+  Quantize(weight, q, dtype);
   weight.set_data(torch::empty({0}, weight.options()));  // the full-precision copy goes
 }
 
+void ProjectionImpl::Quantize(const torch::Tensor& w, const BaseQuantization& q, torch::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  TUNE_CHECK(!weight_4bit_ && w.sizes() == torch::IntArrayRef({out_features_, in_features_}));
+  // Through float32 first, as a weight loaded into the float model and then
+  // quantized (QuantizeBase): the same bits from any file dtype.
+  weight_4bit_ =
+      register_module("weight_4bit", Frozen4bitWeight(w.to(torch::kFloat32).to(dtype), q.type, q.double_quant));
+}
+
 torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
+  TUNE_CHECK(weight_4bit_ || weight.numel() > 0);  // a projection built without its float weight was never loaded
   torch::Tensor y = weight_4bit_ ? weight_4bit_->Linear(x, bias) : torch::nn::functional::linear(x, weight, bias);
   if (!lora_a_) return y;
   // As PEFT over a bf16 base: the adapter computes in its own fp32 and the
@@ -83,15 +93,15 @@ torch::Tensor RotateHalf(const torch::Tensor& x) {
 }
 }  // namespace
 
-AttentionImpl::AttentionImpl(const ModelConfig& c)
+AttentionImpl::AttentionImpl(const ModelConfig& c, bool float_projections)
     : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
   // Llama / Qwen3 attention_bias: all four; Qwen2: q/k/v only; Mistral: none.
   const bool qkv_bias = HasQkvBias(c);
   const bool o_bias = HasOutputBias(c);
-  q_proj = register_module("q_proj", Projection(c.hidden_size, heads_ * head_dim_, qkv_bias));
-  k_proj = register_module("k_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias));
-  v_proj = register_module("v_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias));
-  o_proj = register_module("o_proj", Projection(heads_ * head_dim_, c.hidden_size, o_bias));
+  q_proj = register_module("q_proj", Projection(c.hidden_size, heads_ * head_dim_, qkv_bias, float_projections));
+  k_proj = register_module("k_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias, float_projections));
+  v_proj = register_module("v_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, qkv_bias, float_projections));
+  o_proj = register_module("o_proj", Projection(heads_ * head_dim_, c.hidden_size, o_bias, float_projections));
   if (HasQkNorm(c)) {
     q_norm = register_module("q_norm", RmsNorm(head_dim_, c.rms_norm_eps));
     k_norm = register_module("k_norm", RmsNorm(head_dim_, c.rms_norm_eps));
@@ -132,21 +142,21 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   return o_proj(y);
 }
 
-MlpImpl::MlpImpl(const ModelConfig& c) {
-  gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, c.mlp_bias));
-  up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, c.mlp_bias));
-  down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, c.mlp_bias));
+MlpImpl::MlpImpl(const ModelConfig& c, bool float_projections) {
+  gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, c.mlp_bias, float_projections));
+  up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, c.mlp_bias, float_projections));
+  down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, c.mlp_bias, float_projections));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, bool float_projections) {
   input_layernorm = register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
-  self_attn = register_module("self_attn", Attention(c));
+  self_attn = register_module("self_attn", Attention(c, float_projections));
   post_attention_layernorm = register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
-  mlp = register_module("mlp", Mlp(c));
+  mlp = register_module("mlp", Mlp(c, float_projections));
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -155,10 +165,10 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   return h + mlp(post_attention_layernorm(h));
 }
 
-BackboneImpl::BackboneImpl(const ModelConfig& c) {
+BackboneImpl::BackboneImpl(const ModelConfig& c, bool float_projections) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c, float_projections));
   norm = register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps));
 }
 
@@ -169,6 +179,14 @@ CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)), rop
     lm_head_ = register_module("lm_head", Projection(config_.hidden_size, config_.vocab_size, false));
   }
   InitWeights();
+}
+
+CausalLmImpl::CausalLmImpl(ModelConfig config, const BaseQuantization& quant, torch::ScalarType dtype)
+    : config_(std::move(config)), pending_quant_(quant), pending_dtype_(dtype), rope_(config_) {
+  model = register_module("model", Backbone(config_, /*float_projections=*/!quant.on));
+  if (!config_.tie_word_embeddings) {
+    lm_head_ = register_module("lm_head", Projection(config_.hidden_size, config_.vocab_size, false));
+  }
 }
 
 void CausalLmImpl::EnsureMasks(int64_t length, const torch::Device& device) {
@@ -254,24 +272,107 @@ void CausalLmImpl::InitWeights() {
   }
 }
 
-Status CausalLmImpl::LoadBase(const TensorMap& weights) {
+namespace {
+
+// A contiguous [shape] view of the first elements of `*buffer` (of `dtype`),
+// which grows to `max_numel` elements the first time.
+torch::Tensor ScratchView(torch::Tensor* buffer, torch::ScalarType dtype, int64_t max_numel,
+                          const std::vector<int64_t>& shape) {
+  if (!buffer->defined()) *buffer = torch::empty({max_numel}, torch::TensorOptions().dtype(dtype));
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return buffer->narrow(0, 0, n).view(shape);
+}
+
+}  // namespace
+
+// Both LoadBase()s: `describe` gives a tensor's shape and dtype (false when
+// absent), `read_into` copies it into a CPU tensor of its shape.
+template <typename Describe, typename ReadInto>
+Status CausalLmImpl::LoadBaseWith(const Describe& describe, const ReadInto& read_into) {
   torch::NoGradGuard no_grad;
+  // The projections built without their float weight, by weight name.
+  std::map<std::string, std::shared_ptr<ProjectionImpl>> pending;
+  int64_t largest = 0;
+  if (pending_quant_.on) {
+    for (auto& item : named_modules()) {
+      auto proj = std::dynamic_pointer_cast<ProjectionImpl>(item.value());
+      if (!proj || proj->quantized() || proj->weight.numel() != 0) continue;
+      pending[item.key() + ".weight"] = proj;
+      largest = std::max(largest, proj->in_features() * proj->out_features());
+    }
+  }
+  // A pending projection's weight is read into scratch buffers that every
+  // projection reuses, as read (file dtype), as float32, and rounded through
+  // the compute dtype: memory allocated afresh for each would sit between the
+  // 4-bit buffers made in the meantime, and with lora_train's malloc
+  // settings (trainer/runtime_info.cc: freed heap memory is kept) the heap
+  // would keep every hole (250 MiB on a 106M-parameter model).
+  torch::Tensor file_buffer, f32_buffer, dtype_buffer;
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
     if (name.find("lora_") != std::string::npos) continue;
-    auto it = weights.find(name);
-    if (it == weights.end()) return Status::InvalidArgument("missing tensor '" + name + "' in the model weights");
-    const torch::Tensor& src = it->second;
-    if (!src.is_floating_point()) {
+    std::vector<int64_t> shape;
+    torch::ScalarType dtype = torch::kFloat32;
+    if (!describe(name, &shape, &dtype)) {
+      return Status::InvalidArgument("missing tensor '" + name + "' in the model weights");
+    }
+    if (!torch::isFloatingType(dtype)) {
       return Status::InvalidArgument("tensor '" + name + "' is not a floating-point tensor");
     }
-    if (src.sizes() != item.value().sizes()) {
-      return Status::InvalidArgument("tensor '" + name + "' has shape " + ShapeString(src.sizes()) +
-                                     " in the weights but the config implies " + ShapeString(item.value().sizes()));
+    auto p = pending.find(name);
+    const std::vector<int64_t> want =
+        p != pending.end() ? std::vector<int64_t>{p->second->out_features(), p->second->in_features()}
+                           : item.value().sizes().vec();
+    if (shape != want) {
+      return Status::InvalidArgument("tensor '" + name + "' has shape " + ShapeString(shape) +
+                                     " in the weights but the config implies " + ShapeString(want));
     }
-    item.value().copy_(src);
+    if (p == pending.end()) {
+      TUNE_RETURN_IF_ERROR(read_into(name, item.value()));
+      continue;
+    }
+    // The values QuantizeBase quantizes: the weight in float32 (as the float
+    // model holds it), cast to the compute dtype, read back as float32.
+    torch::Tensor w = ScratchView(&f32_buffer, torch::kFloat32, largest, shape);
+    if (dtype == torch::kFloat32) {
+      TUNE_RETURN_IF_ERROR(read_into(name, w));
+    } else {
+      torch::Tensor raw = ScratchView(&file_buffer, dtype, largest, shape);
+      TUNE_RETURN_IF_ERROR(read_into(name, raw));
+      w.copy_(raw);
+    }
+    if (pending_dtype_ != torch::kFloat32) {
+      torch::Tensor rounded = ScratchView(&dtype_buffer, pending_dtype_, largest, shape);
+      rounded.copy_(w);
+      w.copy_(rounded);
+    }
+    p->second->Quantize(w, pending_quant_, torch::kFloat32);
   }
   return Status::Ok();
+}
+
+Status CausalLmImpl::LoadBase(const TensorMap& weights) {
+  return LoadBaseWith(
+      [&](const std::string& name, std::vector<int64_t>* shape, torch::ScalarType* dtype) {
+        auto it = weights.find(name);
+        if (it == weights.end()) return false;
+        *shape = it->second.sizes().vec();
+        *dtype = it->second.scalar_type();
+        return true;
+      },
+      [&](const std::string& name, torch::Tensor dst) {
+        dst.copy_(weights.at(name));
+        return Status::Ok();
+      });
+}
+
+Status CausalLmImpl::LoadBase(const ModelWeightsReader& reader) {
+  return LoadBaseWith(
+      [&](const std::string& name, std::vector<int64_t>* shape, torch::ScalarType* dtype) {
+        return reader.Describe(name, shape, dtype);
+      },
+      [&](const std::string& name, torch::Tensor dst) { return reader.ReadInto(name, dst); });
 }
 
 TensorMap CausalLmImpl::BaseState() {
@@ -346,18 +447,16 @@ Status CausalLmImpl::LoadAdapter(const TensorMap& adapter) {
 
 Result<CausalLm> LoadPretrained(const std::string& dir, const BaseQuantization& quant, torch::ScalarType dtype) {
   TUNE_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir + "/config.json"));
-  TUNE_ASSIGN_OR_RETURN(TensorMap weights, ReadModelWeights(dir));
-  for (const auto& [name, t] : weights) {
+  TUNE_ASSIGN_OR_RETURN(ModelWeightsReader weights, ModelWeightsReader::Open(dir));
+  for (const std::string& name : weights.names()) {
     if (name.find(".quant_state.") != std::string::npos || name.find(".quant_map") != std::string::npos) {
       return Status::InvalidArgument(dir + ": '" + name + "' shows a checkpoint saved in 4-bit by bitsandbytes, "
                                      "which lora_train does not load: give it the float checkpoint and --quantize");
     }
   }
-  CausalLm lm(config);
+  CausalLm lm(config, quant, dtype);
   Status st = lm->LoadBase(weights);
   if (!st.ok()) return Status(st.code(), dir + ": " + st.message());
-  weights.clear();
-  if (quant.on) lm->QuantizeBase(quant, dtype);
   return lm;
 }
 

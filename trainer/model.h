@@ -31,7 +31,11 @@ namespace tune {
 // y += scaling * B(A(dropout(x))). A: [r, in], B: [out, r].
 class ProjectionImpl : public torch::nn::Module {
  public:
-  ProjectionImpl(int64_t in_features, int64_t out_features, bool bias);
+  // With `float_weight` false, `weight` is an empty tensor from the start
+  // and the projection computes nothing until Quantize(w, ...) gives it its
+  // 4-bit weight: a loader that quantizes as it reads never holds the float
+  // weight in the model.
+  ProjectionImpl(int64_t in_features, int64_t out_features, bool bias, bool float_weight = true);
   torch::Tensor forward(const torch::Tensor& x);
   // Adds lora_A / lora_B (A Kaiming-uniform with a = sqrt(5), B zeros).
   void AddLora(int64_t r, double scaling, double dropout);
@@ -39,6 +43,9 @@ class ProjectionImpl : public torch::nn::Module {
   // Replaces the weight by its 4-bit form (trainer/quant_linear.h), made
   // from the weight in `dtype`; `weight` becomes an empty tensor.
   void Quantize(const BaseQuantization& q, torch::ScalarType dtype);
+  // The same from `w` [out, in] (any float dtype, CPU), which the projection
+  // does not keep: cast to float32, then to `dtype`, then quantized.
+  void Quantize(const torch::Tensor& w, const BaseQuantization& q, torch::ScalarType dtype);
   bool quantized() const { return static_cast<bool>(weight_4bit_); }
   int64_t quantized_bytes() const { return weight_4bit_ ? weight_4bit_->bytes() : 0; }
   int64_t in_features() const { return in_features_; }
@@ -70,7 +77,7 @@ TORCH_MODULE(RmsNorm);
 
 class AttentionImpl : public torch::nn::Module {
  public:
-  explicit AttentionImpl(const ModelConfig& c);
+  explicit AttentionImpl(const ModelConfig& c, bool float_projections = true);
   // x: [B, T, D]; cos/sin: [T, head_dim]; mask: [T, T] additive (0 / -inf).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask);
@@ -84,7 +91,7 @@ TORCH_MODULE(Attention);
 
 class MlpImpl : public torch::nn::Module {
  public:
-  explicit MlpImpl(const ModelConfig& c);
+  explicit MlpImpl(const ModelConfig& c, bool float_projections = true);
   torch::Tensor forward(const torch::Tensor& x);  // SwiGLU: down(silu(gate(x)) * up(x))
   Projection gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
@@ -92,7 +99,7 @@ TORCH_MODULE(Mlp);
 
 class DecoderLayerImpl : public torch::nn::Module {
  public:
-  explicit DecoderLayerImpl(const ModelConfig& c);
+  explicit DecoderLayerImpl(const ModelConfig& c, bool float_projections = true);
   // mask: [T, T] additive, causal (and windowed on a sliding layer).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask);
@@ -105,7 +112,8 @@ TORCH_MODULE(DecoderLayer);
 // "model": embeddings, layers, final norm.
 class BackboneImpl : public torch::nn::Module {
  public:
-  explicit BackboneImpl(const ModelConfig& c);
+  // float_projections false: the decoder projections without float weights (ProjectionImpl).
+  explicit BackboneImpl(const ModelConfig& c, bool float_projections = true);
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
   RmsNorm norm{nullptr};
@@ -115,7 +123,13 @@ TORCH_MODULE(Backbone);
 // ---------------------------------------------------------------------------
 class CausalLmImpl : public torch::nn::Module {
  public:
+  // Random init (InitWeights).
   explicit CausalLmImpl(ModelConfig config);
+  // The model a loader fills (LoadPretrained): no random init, and with
+  // `quant` on every decoder projection is built without its float weight
+  // (ProjectionImpl's float_weight false), to be quantized from `dtype` as
+  // LoadBase(reader) reads it. Every parameter is uninitialised until then.
+  CausalLmImpl(ModelConfig config, const BaseQuantization& quant, torch::ScalarType dtype);
 
   // ids: [B, T] int64 -> logits [B, T, vocab]. Positions are 0 .. T - 1.
   // Head(Hidden(ids)).
@@ -142,6 +156,13 @@ class CausalLmImpl : public torch::nn::Module {
   // Copies `weights` (any float dtype) into the base parameters. Non-OK
   // names the missing tensor or the shape mismatch; extra tensors are ignored.
   Status LoadBase(const TensorMap& weights);
+  // The same, one tensor at a time from `reader`; a decoder projection built
+  // without its float weight is quantized from the tensor just read into a
+  // scratch buffer that the next projection reuses. Memory beyond the model:
+  // that buffer (the largest projection, in float32 and in the file's and
+  // compute dtypes when they differ) and, for a float parameter whose dtype
+  // differs from the file's, that tensor as read.
+  Status LoadBase(const ModelWeightsReader& reader);
   // The base parameters with their Hugging Face names (lm_head.weight absent
   // when tied), as float32 CPU tensors.
   TensorMap BaseState();
@@ -172,10 +193,14 @@ class CausalLmImpl : public torch::nn::Module {
   Backbone model{nullptr};
 
  private:
+  template <typename Describe, typename ReadInto>
+  Status LoadBaseWith(const Describe& describe, const ReadInto& read_into);
   // The causal mask [T, T] and, with a window, the sliding one (cached).
   void EnsureMasks(int64_t length, const torch::Device& device);
 
   ModelConfig config_;
+  BaseQuantization pending_quant_;  // a loader's model: what LoadBase quantizes the projections to
+  torch::ScalarType pending_dtype_ = torch::kFloat32;
   Projection lm_head_{nullptr};  // null when tied to the embeddings
   RotaryEmbedding rope_;
   torch::Tensor mask_, sliding_mask_;  // caches: [L, L]
@@ -183,10 +208,12 @@ class CausalLmImpl : public torch::nn::Module {
 };
 TORCH_MODULE(CausalLm);
 
-// Reads a Hugging Face model folder (config.json + safetensors weights);
-// with `quant` on, quantizes the decoder projections (QuantizeBase) from the
-// weights cast to `dtype`. A checkpoint saved in 4-bit (uint8 weights with
-// quant_state tensors) is refused.
+// Reads a Hugging Face model folder (config.json + safetensors weights), one
+// tensor at a time (ModelWeightsReader); with `quant` on, quantizes each
+// decoder projection as it is read, from its weight cast to `dtype` (the
+// same bits as QuantizeBase on the float model), so neither the float model
+// nor more than one float projection is ever held. A checkpoint saved in
+// 4-bit (uint8 weights with quant_state tensors) is refused.
 Result<CausalLm> LoadPretrained(const std::string& dir, const BaseQuantization& quant = {},
                                 torch::ScalarType dtype = torch::kFloat32);
 

@@ -5,7 +5,11 @@
 // model carrying the dequantized weights, with and without gradient
 // checkpointing; logits and LoRA gradients match transformers + PEFT +
 // bitsandbytes; lora_train trains with it (the loss goes down), 2 ranks
-// equal 1, and a checkpoint saved in 4-bit is refused in one sentence.
+// equal 1, a checkpoint saved in 4-bit is refused in one sentence, and the
+// projections are quantized as they are read (the float model never exists)
+// into the same bits as quantizing the loaded float model; PEFT gives an
+// adapter that lora_train trained in NF4 the same loss on a transformers
+// 4-bit base (a committed golden).
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -211,6 +215,118 @@ TEST_CASE("QLoRA --quantize: LoRA gradients are those of the dequantized float b
   }
 }
 
+// The old way: the float model loaded whole, then QuantizeBase.
+CausalLm QuantizedAfterLoad(const std::string& dir, const BaseQuantization& q, torch::ScalarType dtype) {
+  auto cfg = LoadModelConfig(dir + "/config.json");
+  auto weights = ReadModelWeights(dir);
+  REQUIRE(cfg.ok());
+  REQUIRE(weights.ok());
+  CausalLm lm(*cfg);
+  REQUIRE(lm->LoadBase(*weights).ok());
+  lm->QuantizeBase(q, dtype);
+  return lm;
+}
+
+// What a decoder projection holds beyond its bias: the largest float
+// tensor among its parameters and buffers (the 4-bit codes are uint8).
+int64_t LargestFloatTensor(ProjectionImpl& proj) {
+  int64_t largest = 0;
+  for (const auto& p : proj.parameters()) {
+    if (p.is_floating_point() && !(proj.bias.defined() && p.is_same(proj.bias))) largest = std::max(largest, p.numel());
+  }
+  for (const auto& b : proj.buffers()) {
+    if (b.is_floating_point()) largest = std::max(largest, b.numel());
+  }
+  return largest;
+}
+
+TEST_CASE("QLoRA --quantize: projections are quantized as they are read, the float model is never built",
+          "[trainer][quant]") {
+  torch::set_num_threads(1);
+  const std::string quant_llama = testing::GoldenDir() + "/quant_llama";
+  auto cfg = LoadModelConfig(quant_llama + "/config.json");
+  REQUIRE(cfg.ok());
+  // Built for loading, the decoder projections have no float weight at all.
+  CausalLm empty(*cfg, Nf4(true), torch::kFloat32);
+  int pending = 0;
+  for (auto& item : empty->named_modules()) {
+    auto proj = std::dynamic_pointer_cast<ProjectionImpl>(item.value());
+    if (!proj || item.key().rfind("model.layers.", 0) != 0) continue;
+    CHECK(proj->weight.numel() == 0);
+    CHECK_FALSE(proj->quantized());
+    ++pending;
+  }
+  CHECK(pending == 7 * cfg->num_hidden_layers);
+
+  auto golden = ReadSafetensors(quant_llama + "/golden.safetensors");
+  REQUIRE(golden.ok());
+  const std::pair<const char*, BaseQuantization> variants[] = {{"nf4", {true, QuantType::kNf4, false}},
+                                                              {"fp4_dq", {true, QuantType::kFp4, true}}};
+  for (const auto& [v, quant] : variants) {
+    INFO(v);
+    auto lm = LoadPretrained(quant_llama, quant);
+    REQUIRE(lm.ok());
+    CausalLm model = *lm;
+    model->eval();
+    CausalLm before = QuantizedAfterLoad(quant_llama, quant, torch::kFloat32);
+    before->eval();
+    auto after_modules = model->named_modules();
+    auto before_modules = before->named_modules();
+    int quantized = 0;
+    for (auto& item : after_modules) {
+      auto proj = std::dynamic_pointer_cast<ProjectionImpl>(item.value());
+      if (!proj || item.key().rfind("model.layers.", 0) != 0) continue;
+      INFO(item.key());
+      REQUIRE(proj->quantized());
+      CHECK(proj->weight.numel() == 0);
+      // No float tensor of the projection is a weight's size: 4-bit codes and block scales only.
+      CHECK(LargestFloatTensor(*proj) <= proj->in_features() * proj->out_features() / 64);
+      auto old = std::dynamic_pointer_cast<ProjectionImpl>(before_modules[item.key()]);
+      auto* w = proj->named_modules()["weight_4bit"]->as<Frozen4bitWeight>();
+      auto* w_old = old->named_modules()["weight_4bit"]->as<Frozen4bitWeight>();
+      CHECK(torch::equal(w->Dequantize(torch::kFloat32), w_old->Dequantize(torch::kFloat32)));
+      ++quantized;
+    }
+    CHECK(quantized == 7 * cfg->num_hidden_layers);
+    torch::NoGradGuard no_grad;
+    const torch::Tensor logits = model->forward((*golden)["input_ids"]);
+    CHECK(torch::equal(logits, before->forward((*golden)["input_ids"])));
+    INFO("vs transformers + bitsandbytes: " << testing::MaxRelDiff(logits, (*golden)[std::string("logits/") + v]));
+    CHECK(testing::CloseRel(logits, (*golden)[std::string("logits/") + v], 1e-5));
+  }
+
+  SECTION("a sharded bf16 checkpoint and a bf16 compute dtype: the bits of the float model quantized") {
+    const testing::TempDir tmp("q4bf16");
+    const std::string dir = tmp.Sub("model");
+    std::filesystem::copy_file(testing::GoldenDir() + "/qwen2/config.json", dir + "/config.json");
+    auto weights = ReadModelWeights(testing::GoldenDir() + "/qwen2");
+    REQUIRE(weights.ok());
+    nlohmann::json index;
+    TensorMap halves[2];
+    int i = 0;
+    for (auto& [name, t] : *weights) {
+      const std::string shard = i % 2 ? "model-b.safetensors" : "model-a.safetensors";
+      halves[i++ % 2][name] = t.to(torch::kBFloat16);
+      index["weight_map"][name] = shard;
+    }
+    REQUIRE(WriteSafetensors(dir + "/model-a.safetensors", halves[0]).ok());
+    REQUIRE(WriteSafetensors(dir + "/model-b.safetensors", halves[1]).ok());
+    std::ofstream(dir + "/model.safetensors.index.json") << index.dump();
+    for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
+      INFO(c10::toString(dtype));
+      auto lm = LoadPretrained(dir, Nf4(true), dtype);
+      REQUIRE(lm.ok());
+      CausalLm before = QuantizedAfterLoad(dir, Nf4(true), dtype);
+      auto golden_q = ReadSafetensors(testing::GoldenDir() + "/qwen2/golden.safetensors");
+      REQUIRE(golden_q.ok());
+      (*lm)->eval();
+      before->eval();
+      torch::NoGradGuard no_grad;
+      CHECK(torch::equal((*lm)->forward((*golden_q)["input_ids"]), before->forward((*golden_q)["input_ids"])));
+    }
+  }
+}
+
 TEST_CASE("a checkpoint saved in 4-bit is refused in one sentence", "[trainer][quant]") {
   const testing::TempDir tmp("q4ckpt");
   const std::string dir = tmp.Sub("model");
@@ -225,6 +341,77 @@ TEST_CASE("a checkpoint saved in 4-bit is refused in one sentence", "[trainer][q
   CHECK(lm.status().IsInvalidArgument());
   CHECK_THAT(lm.status().message(), Catch::Contains("saved in 4-bit"));
   CHECK_THAT(lm.status().message(), Catch::Contains("quant_state"));
+}
+
+// quant_llama/lora_train_nf4 (golden/make_quant_golden.py --lora-train): an
+// adapter that lora_train trained with --quantize nf4 --double-quant, and
+// PEFT's logits and loss with that adapter loaded onto the base that
+// transformers loaded in NF4 with double quantization (bitsandbytes 0.50.2).
+// kAdapterFlags are the script's LORA_TRAIN_FLAGS.
+constexpr char kAdapterFlags[] =
+    " --quantize nf4 --double-quant --seq-len 48 --threads 1 --lora-r 4 --lora-alpha 8 --lora-dropout 0"
+    " --target-modules q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj --max-steps 8 --batch-size 4"
+    " --lr 1e-2 --eval-every 0 --seed 1 --no-auto-resume";
+
+TEST_CASE("QLoRA: PEFT gives lora_train's 4-bit adapter the same loss on a transformers 4-bit base",
+          "[trainer][quant][run]") {
+  torch::set_num_threads(1);
+  const std::string quant_llama = testing::GoldenDir() + "/quant_llama";
+  const std::string gdir = quant_llama + "/lora_train_nf4";
+  auto golden = ReadSafetensors(gdir + "/peft_eval.safetensors");
+  auto committed = ReadSafetensors(gdir + "/adapter_model.safetensors");
+  auto lora = ParseAdapterConfig(Slurp(gdir + "/adapter_config.json"));
+  REQUIRE(golden.ok());
+  REQUIRE(committed.ok());
+  REQUIRE(lora.ok());
+  TensorMap& g = *golden;
+  const double want_loss = g["loss"].item<double>();
+  // lora_train's model with `adapter` on the 4-bit base: logits and loss.
+  auto evaluate = [&](const TensorMap& adapter, torch::Tensor* logits) {
+    auto lm = LoadPretrained(quant_llama, Nf4(true));
+    REQUIRE(lm.ok());
+    REQUIRE((*lm)->ApplyLora(*lora).ok());
+    REQUIRE((*lm)->LoadAdapter(adapter).ok());
+    (*lm)->eval();
+    torch::NoGradGuard no_grad;
+    *logits = (*lm)->forward(g["input_ids"]);
+    return CausalLmImpl::Loss(*logits, g["labels"]).item<double>();
+  };
+  torch::Tensor logits;
+  const double loss = evaluate(*committed, &logits);
+  INFO("committed adapter: logits max rel diff " << testing::MaxRelDiff(logits, g["logits"]) << ", loss " << loss
+                                                 << " vs PEFT " << want_loss);
+  CHECK(testing::CloseRel(logits, g["logits"], 1e-5));
+  CHECK(loss == Approx(want_loss).epsilon(1e-5));
+  // The adapter matters: the 4-bit base alone (transformers' logits) has another loss.
+  auto base_golden = ReadSafetensors(quant_llama + "/golden.safetensors");
+  REQUIRE(base_golden.ok());
+  const double base_loss = CausalLmImpl::Loss((*base_golden)["logits/nf4_dq"], g["labels"]).item<double>();
+  INFO("4-bit base loss " << base_loss);
+  CHECK(std::abs(base_loss - want_loss) > 1e-2);
+
+  // lora_train trains that adapter today (to float rounding: the BLAS of
+  // another CPU may differ in the last bits).
+  const testing::TempDir tmp("qlora_peft");
+  const std::string base = tmp.Sub("base");
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    std::filesystem::copy_file(quant_llama + "/" + f, base + "/" + f);
+  }
+  std::filesystem::copy_file(LlamaDir() + "/tokenizer.json", base + "/tokenizer.json");
+  const std::string out = tmp.path.string() + "/run";
+  const int rc = Sh(LoraTrainBin() + " --base " + base + " --data " + gdir + "/train.jsonl --output " + out +
+                    kAdapterFlags + " > " + tmp.path.string() + "/log 2>&1");
+  INFO(Slurp(tmp.path.string() + "/log"));
+  REQUIRE(rc == 0);
+  auto fresh = ReadSafetensors(out + "/adapter_model.safetensors");
+  REQUIRE(fresh.ok());
+  REQUIRE(fresh->size() == committed->size());
+  for (auto& [k, t] : *committed) {
+    INFO(k << " max rel diff " << testing::MaxRelDiff((*fresh)[k], t));
+    CHECK(testing::CloseRel((*fresh)[k], t, 1e-4));
+  }
+  const double fresh_loss = evaluate(*fresh, &logits);
+  CHECK(fresh_loss == Approx(want_loss).epsilon(1e-5));
 }
 
 std::string Data(const std::string& dir) {

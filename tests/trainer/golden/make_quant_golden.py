@@ -5,7 +5,7 @@ Not needed in CI: the fixture it writes is committed. To remake it:
 
     PY=$(scripts/golden-venv.sh)                      # torch 2.9.1 (CPU is enough)
     "${PY%/python}/pip" install bitsandbytes==0.50.2  # its CPU backend
-    $PY tests/trainer/golden/make_quant_golden.py
+    $PY tests/trainer/golden/make_quant_golden.py --lora-train build/bin/lora_train
 
 Writes quant/quant_golden.safetensors:
   nf4_code, fp4_code [16]     bitsandbytes.functional.get_4bit_type(...)
@@ -33,11 +33,23 @@ PEFT adapter, r=4 on every projection, random A and B) and golden.safetensors:
 Linear4bit's CPU inference path (a repacked weight and another kernel, taken
 with avx512_bf16 in eval mode without grad) is switched off, so the forward is
 bitsandbytes' matmul_4bit: dequantize_4bit, then F.linear, as in training.
+
+With --lora-train BIN (a built lora_train), it also writes
+quant_llama/lora_train_nf4/: train.jsonl, the adapter that
+`lora_train --quantize nf4 --double-quant` trains on quant_llama with
+LORA_TRAIN_FLAGS (the tokenizer of golden/llama; the same flags as
+tests/trainer/quant_model_test.cc), and peft_eval.safetensors: that adapter
+loaded with PeftModel.from_pretrained onto quant_llama loaded by transformers
+in NF4 with double quantization (float32 compute), evaluated on
+golden.safetensors' input_ids and labels: logits and loss (eval mode, dropout
+0). --lora-train-only skips everything else.
 """
+import json
 import os
 
+import peft
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 import bitsandbytes as bnb
 import bitsandbytes.functional as F
@@ -174,7 +186,77 @@ def make_model(arch, seed):
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
+# lora_train's flags for the adapter in quant_llama/lora_train_nf4 (the test
+# adds --base, --data and --output).
+LORA_TRAIN_FLAGS = ("--quantize nf4 --double-quant --seq-len 48 --threads 1 --lora-r 4 --lora-alpha 8 "
+                    "--lora-dropout 0 --target-modules q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj "
+                    "--max-steps 8 --batch-size 4 --lr 1e-2 --eval-every 0 --seed 1 --no-auto-resume").split()
+
+
+def train_jsonl(path):
+    words = ["alpha beta gamma", "the quick brown fox", "hello world again", "one two three four"]
+    with open(path, "w") as f:
+        for i in range(24):
+            f.write(json.dumps({"instruction": "Repeat item %d." % (i % 4), "response": words[i % 4]}) + "\n")
+
+
+def lora_train_adapter(lora_train):
+    """PEFT's eval loss of an adapter lora_train trained in NF4 (see the docstring)."""
+    import shutil
+    import subprocess
+    import tempfile
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    from peft import PeftModel
+    src = os.path.join(HERE, "quant_llama")
+    out = os.path.join(src, "lora_train_nf4")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    train_jsonl(os.path.join(out, "train.jsonl"))
+    with tempfile.TemporaryDirectory() as tmp:
+        base = os.path.join(tmp, "base")
+        os.makedirs(base)
+        for f in ("config.json", "model.safetensors"):
+            shutil.copy(os.path.join(src, f), base)
+        shutil.copy(os.path.join(HERE, "llama", "tokenizer.json"), base)
+        run = os.path.join(tmp, "run")
+        subprocess.run([lora_train, "--base", base, "--data", os.path.join(out, "train.jsonl"), "--output", run]
+                       + LORA_TRAIN_FLAGS, check=True)
+        shutil.copy(os.path.join(run, "adapter_model.safetensors"), out)
+        with open(os.path.join(run, "adapter_config.json")) as f:
+            cfg = json.load(f)
+    cfg["base_model_name_or_path"] = "quant_llama"  # not the temporary folder's path
+    with open(os.path.join(out, "adapter_config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    golden = load_file(os.path.join(src, "golden.safetensors"))
+    bnb_config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                    bnb_4bit_compute_dtype=torch.float32)
+    q = AutoModelForCausalLM.from_pretrained(src, quantization_config=bnb_config, dtype=torch.float32,
+                                             device_map="cpu", attn_implementation="eager")
+    for m in q.modules():
+        if isinstance(m, bnb.nn.Linear4bit):
+            m.support_avx512bf16_for_cpu = False
+    peft_model = PeftModel.from_pretrained(q, out)
+    peft_model.eval()
+    with torch.no_grad():
+        res = peft_model(input_ids=golden["input_ids"], labels=golden["labels"])
+    tensors = {"input_ids": golden["input_ids"], "labels": golden["labels"], "logits": res.logits.contiguous(),
+               "loss": res.loss.reshape(1).contiguous()}
+    save_file(tensors, os.path.join(out, "peft_eval.safetensors"),
+              metadata={"bitsandbytes": bnb.__version__, "peft": peft.__version__, "torch": torch.__version__})
+    print(f"quant_llama/lora_train_nf4: PEFT eval loss {res.loss.item():.8f} of lora_train's adapter")
+
+
 if __name__ == "__main__":
-    main()
-    make_model("llama", 51)
-    make_model("qwen2", 52)
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lora-train", help="a built lora_train: also write quant_llama/lora_train_nf4")
+    ap.add_argument("--lora-train-only", action="store_true", help="only quant_llama/lora_train_nf4")
+    args = ap.parse_args()
+    if not args.lora_train:
+        ap.error("--lora-train BIN is needed: quant_llama/ is written anew, lora_train_nf4/ with it")
+    if not args.lora_train_only:
+        main()
+        make_model("llama", 51)
+        make_model("qwen2", 52)
+    if args.lora_train:
+        lora_train_adapter(os.path.abspath(args.lora_train))
