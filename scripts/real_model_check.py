@@ -3,7 +3,9 @@
 
     real_model_check.py convert --gguf FILE.gguf --out DIR
     real_model_check.py check --model DIR --build BUILD --work DIR [--skip-speed] [--speed-only]
-    real_model_check.py hf-train --model DIR --data FILE --targets q_proj,v_proj ...   (one speed run)
+    real_model_check.py check --quantize nf4 --model DIR --build BUILD --work DIR [--skip-speed]
+    real_model_check.py hf-train --model DIR --data FILE --targets q_proj,v_proj ... [--quantize nf4]
+                                                                        (one speed run)
 
 convert: transformers reads the GGUF (dequantized to float32) and writes a
   Hugging Face folder: config.json, model.safetensors, tokenizer.json,
@@ -18,6 +20,23 @@ check: compares lora_train with transformers (+ PEFT) on that folder:
      batch 4, r 8: q,v on short examples, all 7 projections on short
      examples, q,v on 256-token texts (unless --skip-speed).
   Prints a summary and writes WORK/results.json. Exit 1 if a comparison fails.
+check --quantize nf4 (QLoRA; needs bitsandbytes): the same model with its
+  decoder projections in NF4 with double quantization, on both sides
+  (lora_train --quantize nf4 --double-quant; transformers with
+  BitsAndBytesConfig(load_in_4bit, nf4, double quant, compute dtype float32)
+  on the CPU):
+  1. base eval loss in 4-bit (and lora_train's fp32 one, for scale);
+  2. 8 LoRA steps from the same adapter (lora_train's initial one, loaded
+     into PEFT as trainable) on the same full batch, dropout 0, constant
+     lr, clipping 1.0, AdamW without weight decay: the train loss of every
+     step and the final eval loss, lora_train against transformers + PEFT;
+  3. lora_train's trained adapter loaded with PeftModel.from_pretrained on
+     a 4-bit base: its eval loss against lora_train's;
+  4. CPU seconds per 1000 trained tokens (as --cpu-time) and peak RSS of
+     lora_train fp32, lora_train nf4 and transformers + PEFT + bitsandbytes
+     nf4 on 256-token texts, all 7 projections (runs of --speed-steps N and
+     2N steps, default 4; unless --skip-speed).
+  Writes WORK/results-nf4.json.
 """
 import argparse
 import json
@@ -107,7 +126,20 @@ def cmd_convert(args):
     tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
     model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
     tmp = args.out + ".tmp"
-    model.save_pretrained(tmp, safe_serialization=True)
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+    except ValueError:
+        # transformers 5 will not save a model it read from a GGUF ("quantized
+        # with gguf"); its tensors are plain float32 by now: write them.
+        from safetensors.torch import save_file
+        os.makedirs(tmp, exist_ok=True)
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.config.save_pretrained(tmp)
+        tied = getattr(model.config, "tie_word_embeddings", False)
+        state = {k: v.detach().contiguous() for k, v in model.state_dict().items()
+                 if not (tied and k == "lm_head.weight")}
+        save_file(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
     tok.save_pretrained(tmp)
     if os.path.exists(args.out):
         import shutil
@@ -245,6 +277,32 @@ def metric_lines(out):
 
 
 # ---------------------------------------------------------------------------
+# transformers with bitsandbytes (QLoRA)
+
+def hf_4bit(model_dir, quant_type):
+    """The model with every decoder Linear in 4 bits (double quantization,
+    float32 compute), on the CPU, as BitsAndBytesConfig loads it. bitsandbytes'
+    CPU inference path for eval mode without grad (a repacked weight and a
+    bf16 kernel where the CPU has avx512_bf16) is switched off: every forward
+    is matmul_4bit (dequantize_4bit, then F.linear), as in training and as
+    lora_train computes (tests/trainer/golden/make_quant_golden.py does the same)."""
+    import torch
+    import bitsandbytes as bnb
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    cfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=quant_type, bnb_4bit_use_double_quant=True,
+                             bnb_4bit_compute_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, quantization_config=cfg, dtype=torch.float32,
+                                                 device_map="cpu")
+    n = 0
+    for m in model.modules():
+        if isinstance(m, bnb.nn.Linear4bit):
+            m.support_avx512bf16_for_cpu = False
+            n += 1
+    assert n == 7 * model.config.num_hidden_layers, n
+    return model
+
+
+# ---------------------------------------------------------------------------
 # transformers + PEFT training speed (one process per run, for its own RSS)
 
 def cmd_hf_train(args):
@@ -254,7 +312,10 @@ def cmd_hf_train(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     hf_tok = AutoTokenizer.from_pretrained(args.model)
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    if args.quantize:
+        model = hf_4bit(args.model, args.quantize)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     model = get_peft_model(model, LoraConfig(r=args.r, lora_alpha=2 * args.r, lora_dropout=0.05,
                                              target_modules=args.targets.split(","), task_type="CAUSAL_LM"))
     model.train()
@@ -486,6 +547,172 @@ def cmd_check(args):
     return 0
 
 
+# ---------------------------------------------------------------------------
+# check --quantize nf4
+
+def hf_train_steps(model, hf_tok, rows, seq_len, steps, lr, clip):
+    """PEFT's side of the 8-step comparison: every step the full batch of
+    `rows`, loss summed over target tokens / their count (lora_train's
+    normalisation), clipping, AdamW (no weight decay), constant lr."""
+    import torch
+    examples = [example_ids(hf_tok, r, seq_len) for r in rows]
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        ids, attn, labels = batch_tensors(examples, hf_tok.eos_token_id)
+        s, n = loss_sum(model, ids, attn, labels)
+        (s / n).backward()
+        torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+        opt.zero_grad()
+        losses.append(float(s.detach().double()) / n)
+    return losses
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-12)
+
+
+def cpu_and_rss(build, model_dir, work, data, targets, steps, tokens, threads, quantize):
+    """CPU seconds per 1000 trained tokens (the difference between runs of
+    2 * steps and `steps` steps, as cpu_per_ktoken), the wall-clock
+    tokens/s of the same difference, and the peak RSS of the longer run, for
+    lora_train fp32, lora_train nf4 (double quant) and transformers + PEFT +
+    bitsandbytes nf4 (double quant), batch 4, r 8, dropout 0.05."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    sides = [("lora_train_fp32", []), ("lora_train_" + quantize, ["--quantize", quantize, "--double-quant"]),
+             ("hf_peft_bnb_" + quantize, None)]
+    out = {}
+    for side, qargs in sides:
+        cpu, wall, rss = [], [], []
+        for n in (steps, 2 * steps):
+            if qargs is not None:
+                out_dir = os.path.join(work, "cpu-run")
+                subprocess.run(["rm", "-rf", out_dir], check=True)
+                cmd = [os.path.join(build, "bin", "lora_train"), "--base", model_dir, "--data", data,
+                       "--eval-data", os.path.join(work, "eval.jsonl"), "--eval-max-examples", "1",
+                       "--max-steps", str(n), "--log-every", str(n), "--eval-every", "0", "--batch-size", "4",
+                       "--seq-len", "256", "--lora-r", "8", "--lora-alpha", "16", "--lora-dropout", "0.05",
+                       "--target-modules", targets, "--lr", "1e-4", "--schedule", "constant",
+                       "--threads", str(threads), "--output", out_dir, "--no-auto-resume"] + qargs
+            else:
+                cmd = [sys.executable, os.path.abspath(__file__), "hf-train", "--model", model_dir, "--data", data,
+                       "--targets", targets, "--steps", str(n), "--skip", "0", "--seq-len", "256",
+                       "--threads", str(threads), "--quantize", quantize]
+            t0 = time.perf_counter()
+            rc, _, err, usage = run_with_usage(cmd, env)
+            wall.append(time.perf_counter() - t0)
+            if rc != 0:
+                sys.exit("%s failed (%d): %s\n%s" % (side, rc, " ".join(cmd), err[-3000:]))
+            cpu.append(cpu_seconds(usage))
+            rss.append(usage.ru_maxrss / 1024.0)
+        subprocess.run(["rm", "-rf", os.path.join(work, "cpu-run")], check=True)
+        out[side] = {"cpu_s_per_ktoken": 1000.0 * (cpu[1] - cpu[0]) / tokens,
+                     "tokens_per_cpu_s": tokens / (cpu[1] - cpu[0]),
+                     "tokens_per_s_wall": tokens / (wall[1] - wall[0]), "cpu_s": cpu, "wall_s": wall,
+                     "peak_rss_mib": max(rss)}
+        print("cpu %-22s %6.2f CPU-s per 1000 tokens (%6.1f tokens per CPU-s, %6.1f tokens/s wall), peak RSS "
+              "%6.0f MiB" % (side, out[side]["cpu_s_per_ktoken"], out[side]["tokens_per_cpu_s"],
+                             out[side]["tokens_per_s_wall"], out[side]["peak_rss_mib"]), flush=True)
+    out["tokens"] = tokens
+    return out
+
+
+def cmd_check_quant(args):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoTokenizer
+    torch.set_num_threads(args.threads)
+    q = args.quantize
+    work = args.work
+    os.makedirs(work, exist_ok=True)
+    results = {"model": args.model, "quantize": q, "double_quant": True, "compute_dtype": "float32"}
+    failures = []
+    hf_tok = AutoTokenizer.from_pretrained(args.model)
+    make_data(work, hf_tok)
+    eval_rows = read_jsonl(os.path.join(work, "eval.jsonl"))
+    train_rows = read_jsonl(os.path.join(work, "long.jsonl"))[:4]
+    write_jsonl(os.path.join(work, "train4.jsonl"), train_rows)
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    steps, lr, clip = 8, 1e-3, 1.0
+    common = ["--base", args.model, "--eval-data", os.path.join(work, "eval.jsonl"), "--seq-len", "256",
+              "--batch-size", "4", "--threads", str(args.threads), "--metric-digits", "10", "--no-auto-resume",
+              "--data", os.path.join(work, "train4.jsonl"), "--lr", str(lr), "--clip", str(clip),
+              "--schedule", "constant", "--weight-decay", "0", "--lora-r", "8", "--lora-alpha", "16",
+              "--lora-dropout", "0", "--target-modules", ALL7, "--eval-every", "0", "--log-every", "1"]
+    quant = ["--quantize", q, "--double-quant"]
+
+    if not args.speed_only:
+        # 1. Base eval loss in 4-bit; the run writes the initial adapter.
+        init = os.path.join(work, "adapter-init-" + q)
+        subprocess.run(["rm", "-rf", init], check=True)
+        out, rss = lora_train(args.build, common + quant + ["--max-steps", "0", "--output", init], env)
+        lt_base = float(metric_lines(out)[-1]["eval_loss"])
+        out, _ = lora_train(args.build, common + ["--max-steps", "0", "--output", os.path.join(work, "base-fp32")],
+                            env)
+        lt_base_fp32 = float(metric_lines(out)[-1]["eval_loss"])
+        base = hf_4bit(args.model, q)
+        hf_base = hf_eval_loss(base, hf_tok, eval_rows, 256)
+        results["base_eval_loss"] = {"lora_train": lt_base, "transformers_bnb": hf_base,
+                                     "rel_diff": rel(lt_base, hf_base), "lora_train_fp32": lt_base_fp32,
+                                     "lora_train_peak_rss_mib": rss}
+        print("base eval loss (4-bit):", json.dumps(results["base_eval_loss"]), flush=True)
+        if not rel(lt_base, hf_base) <= 1e-5:
+            failures.append("base eval loss: lora_train %.8f, transformers + bitsandbytes %.8f" % (lt_base, hf_base))
+
+        # 2. 8 steps on both sides from lora_train's initial adapter.
+        adapter = os.path.join(work, "adapter-" + q)
+        subprocess.run(["rm", "-rf", adapter], check=True)
+        out, _ = lora_train(args.build, common + quant + ["--max-steps", str(steps), "--output", adapter], env)
+        rows = metric_lines(out)
+        lt_losses = [float(r["train_loss"]) for r in rows if "train_loss" in r and r["train_loss"] != "nan"]
+        lt_eval = float(rows[-1]["eval_loss"])
+        peft_train = PeftModel.from_pretrained(base, init, is_trainable=True)
+        hf_losses = hf_train_steps(peft_train, hf_tok, train_rows, 256, steps, lr, clip)
+        hf_eval = hf_eval_loss(peft_train, hf_tok, eval_rows, 256)
+        diffs = [rel(a, b) for a, b in zip(lt_losses, hf_losses)]
+        results["lora_training"] = {"steps": steps, "lora_train_train_loss": lt_losses, "peft_train_loss": hf_losses,
+                                    "max_rel_diff": max(diffs), "rel_diff_by_step": diffs,
+                                    "lora_train_eval_loss": lt_eval, "peft_eval_loss": hf_eval,
+                                    "eval_rel_diff": rel(lt_eval, hf_eval)}
+        print("8 LoRA steps:", json.dumps(results["lora_training"]), flush=True)
+        if len(lt_losses) != steps or max(diffs) > 1e-4 or rel(lt_eval, hf_eval) > 1e-4:
+            failures.append("8 LoRA steps: train losses differ by up to %.3g, eval %.8f vs %.8f"
+                            % (max(diffs), lt_eval, hf_eval))
+        if not hf_eval < hf_base - 1e-3:
+            failures.append("LoRA training did not lower the eval loss (%.6f -> %.6f)" % (hf_base, hf_eval))
+        del peft_train, base
+
+        # 3. lora_train's adapter in PEFT on a 4-bit base.
+        peft_model = PeftModel.from_pretrained(hf_4bit(args.model, q), adapter)
+        hf_lora = hf_eval_loss(peft_model, hf_tok, eval_rows, 256)
+        results["adapter_in_peft"] = {"lora_train": lt_eval, "peft_4bit": hf_lora, "rel_diff": rel(lt_eval, hf_lora)}
+        print("lora_train's adapter in PEFT on the 4-bit base:", json.dumps(results["adapter_in_peft"]), flush=True)
+        if rel(lt_eval, hf_lora) > 1e-5:
+            failures.append("adapter in PEFT: eval loss %.8f, lora_train %.8f" % (hf_lora, lt_eval))
+        del peft_model
+
+    # 4. CPU time and memory.
+    if not args.skip_speed:
+        long_lengths = [len(example_ids(hf_tok, r, 256)[0]) for r in read_jsonl(os.path.join(work, "long.jsonl"))]
+        n = args.speed_steps
+        tokens = 4 * n * sum(long_lengths) / len(long_lengths)
+        results["speed"] = cpu_and_rss(args.build, args.model, work, os.path.join(work, "long.jsonl"), ALL7, n,
+                                       tokens, args.threads, q)
+        results["speed_env"] = {"threads": args.threads, "batch": 4, "r": 8, "seq_len": 256, "targets": ALL7,
+                                "torch": torch.__version__, "loadavg_end": os.getloadavg()}
+
+    with open(os.path.join(work, "results-%s.json" % q), "w") as f:
+        json.dump(results, f, indent=1, ensure_ascii=False)
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print("real-model check in %s passed" % q)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -501,6 +728,9 @@ def main():
     k.add_argument("--speed-only", action="store_true")
     k.add_argument("--cpu-time", action="store_true")
     k.add_argument("--repeats", type=int, default=1)
+    k.add_argument("--quantize", choices=["nf4", "fp4"], help="the 4-bit check (QLoRA) instead of the fp32 one")
+    k.add_argument("--speed-steps", type=int, default=4,
+                   help="with --quantize: the speed runs take N and 2N steps of 4 texts of 256 tokens")
     k.add_argument("--short-steps", type=int, default=16)
     k.add_argument("--short-skip", type=int, default=4)
     k.add_argument("--long-steps", type=int, default=6)
@@ -515,6 +745,7 @@ def main():
     h.add_argument("--threads", type=int, default=2)
     h.add_argument("--batch", type=int, default=4)
     h.add_argument("--r", type=int, default=8)
+    h.add_argument("--quantize", choices=["nf4", "fp4"], help="load the base in 4 bits with bitsandbytes")
     args = ap.parse_args()
     if args.cmd == "convert":
         cmd_convert(args)
@@ -522,6 +753,8 @@ def main():
     if args.cmd == "hf-train":
         cmd_hf_train(args)
         return 0
+    if args.quantize:
+        return cmd_check_quant(args)
     return cmd_check(args)
 
 
