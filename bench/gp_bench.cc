@@ -15,8 +15,10 @@
 // and over the last 10 (the cost at about --trials trials). With --inflight K, K trials run at once: each new trial is sampled
 // with the K - 1 unfinished ones in the history as running trials.
 // --dump writes one JSON line per run: the best value after each trial, the
-// CPU per suggestion, and the parameters of the 10 startup trials
-// (bench/gp_optuna_paired.py starts Optuna's GPSampler from the same ones).
+// CPU per suggestion, and every trial's parameters in creation order
+// (bench/gp_optuna_paired.py starts Optuna's GPSampler from the same 10
+// startup trials; bench/gp_optuna_same_history.py asks Optuna's GP for the
+// next suggestion at each step of the run).
 #include <time.h>
 
 #include <algorithm>
@@ -97,7 +99,7 @@ std::unique_ptr<Sampler> MakeSampler(const std::string& kind, uint64_t seed) {
 
 struct Run {
   std::vector<double> best;  // best value after each trial
-  nlohmann::json startup = nlohmann::json::array();  // the first 10 trials' parameters
+  nlohmann::json params = nlohmann::json::array();  // every trial's parameters, in creation order
   double cpu_all = 0, cpu_model = 0, cpu_last = 0;  // cpu_last: the last 10 suggestions
   int n_model = 0;
 };
@@ -127,11 +129,9 @@ Run RunOne(const SuiteProblem& prob, const std::string& kind, uint64_t seed, int
     run.cpu_all += dt;
     if (i >= 10) run.cpu_model += dt, run.n_model++;
     if (i >= trials - 10) run.cpu_last += dt / 10;
-    if (i < 10) {
-      nlohmann::json params;
-      for (const auto& [name, v] : p) std::visit([&, &name = name](const auto& x) { params[name] = x; }, v);
-      run.startup.push_back(params);
-    }
+    nlohmann::json params;
+    for (const auto& [name, v] : p) std::visit([&, &name = name](const auto& x) { params[name] = x; }, v);
+    run.params.push_back(params);
     Trial t;
     t.id = i + 1;
     t.number = i;
@@ -203,7 +203,7 @@ int Main(int argc, char** argv) {
         if (out) {
           nlohmann::json j = {{"function", fname}, {"sampler", kind}, {"seed", s}, {"inflight", inflight},
                               {"best", r.best}, {"cpu_per_suggestion", r.cpu_all}, {"cpu_past_startup", r.cpu_model},
-                              {"startup", r.startup}};
+                              {"params", r.params}};
           out << j.dump() << "\n";
         }
       }

@@ -2,10 +2,10 @@
 """Optuna 5.0's GPSampler started from the very startup trials tune drew.
 
 Reads a --dump of bench/gp_bench.cc (one line per run, with the parameters
-of its 10 random startup trials) and, for each GP run in it, runs Optuna's
-GPSampler(seed=the run's seed) on the same function with those 10 trials
-enqueued (study.enqueue_trial), the same budget and the same number of
-trials in flight, so that the two libraries differ only in what their GPs
+of every trial; the first 10 are its random startup trials) and, for each
+GP run in it, runs Optuna's GPSampler(seed=the run's seed) on the same
+function with those 10 trials enqueued (study.enqueue_trial), the same
+budget and the same number of trials in flight, so that the two libraries differ only in what their GPs
 suggest after the startup. The seeds of the two libraries otherwise draw
 different startup points, and on a function whose runs split into clusters
 (Hartmann-6: its local minimum or near 0) that alone moves a 10-seed median
@@ -69,7 +69,7 @@ def main():
             if r["sampler"] != args.sampler or (wanted and r["function"] not in wanted):
                 continue
             _, space, fn, optimum = problems[r["function"]]
-            curve = run(fn, gp_optuna.distributions(space), r["seed"], r["startup"], len(r["best"]),
+            curve = run(fn, gp_optuna.distributions(space), r["seed"], r["params"][:10], len(r["best"]),
                         r.get("inflight", 1))
             out.write(json.dumps({"function": r["function"], "sampler": "optuna-gp-paired", "seed": r["seed"],
                                   "inflight": r.get("inflight", 1), "best": curve}) + "\n")
