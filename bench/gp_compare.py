@@ -17,10 +17,13 @@ trial count both reached, and the crossover: the first trial count from
 which B's median regret stays at or below A's (none if it never does).
 With --paired, also the share of seeds on which B's regret is at or below
 A's at each mark (the same seed draws the same random startup trials on
-both sides only when both are tune's samplers).
+both sides only when both are tune's samplers). With --mwu, also the
+two-sided p-value of a Mann-Whitney U test of A's regrets against B's at
+each mark (normal approximation with tie correction).
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -56,6 +59,31 @@ def load(paths, inflight):
     return groups
 
 
+def mann_whitney_p(a, b):
+    """Two-sided p of the Mann-Whitney U test, normal approximation with ties."""
+    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
+    ranks, i = [0.0] * len(pooled), 0
+    ties = 0.0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        t = j - i + 1
+        ties += t ** 3 - t
+        i = j + 1
+    n1, n2 = len(a), len(b)
+    r1 = sum(r for r, (_, side) in zip(ranks, pooled) if side == 0)
+    u = r1 - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)
+    return math.erfc(max(z, 0) / math.sqrt(2))
+
+
 def regrets(runs, function, n):
     opt = OPTIMA[function]
     return [r["best"][n - 1] - opt for r in runs.values() if len(r["best"]) >= n]
@@ -76,7 +104,7 @@ def table(groups, marks):
                                                         1e3 * cpu_all, 1e3 * cpu_model))
 
 
-def crossover(groups, a, b, marks, paired):
+def crossover(groups, a, b, marks, paired, mwu):
     functions = sorted({k[0] for k in groups})
     print("| function | seeds | %s |" % " | ".join("@%d %s / %s" % (m, a, b) for m in marks) + " crossover |")
     print("|---|---|" + "---|" * (len(marks) + 1))
@@ -103,6 +131,8 @@ def crossover(groups, a, b, marks, paired):
                 seeds = sorted(set(ga) & set(gb))
                 wins = sum(gb[s]["best"][m - 1] <= ga[s]["best"][m - 1] for s in seeds)
                 cell += " (%d/%d)" % (wins, len(seeds))
+            if mwu:
+                cell += " p %.2g" % mann_whitney_p(regrets(ga, function, m), regrets(gb, function, m))
             cells.append(cell)
         print("| %s | %d | %s | %s |" % (function, min(len(ga), len(gb)), " | ".join(cells),
                                         "none up to %d" % n_max if cross is None else str(cross)))
@@ -115,12 +145,13 @@ def main():
     ap.add_argument("--inflight", type=int)
     ap.add_argument("--crossover")
     ap.add_argument("--paired", action="store_true")
+    ap.add_argument("--mwu", action="store_true")
     args = ap.parse_args()
     marks = [int(m) for m in args.marks.split(",")]
     groups = load(args.files, args.inflight)
     if args.crossover:
         a, b = args.crossover.split(",")
-        crossover(groups, a, b, marks, args.paired)
+        crossover(groups, a, b, marks, args.paired, args.mwu)
     else:
         table(groups, marks)
 
