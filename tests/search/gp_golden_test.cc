@@ -4,30 +4,20 @@
 // fixed data; standard_logei; the coordinates of a mixed space.
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "search/gp_acquisition.h"
 #include "search/gp_fit.h"
 #include "search/gp_space.h"
+#include "tests/search/gp_golden_json.h"
 #include "tests/search/gp_test_space.h"
 
 namespace tune {
 namespace {
 
-nlohmann::json Golden() {
-  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/tests/search/golden/gp_golden_optuna5.json");
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
+nlohmann::json Golden() { return testing::GpGolden("gp_golden_optuna5.json"); }
 
-GpMatrix Matrix(const nlohmann::json& rows) {
-  GpMatrix m(rows.size(), rows[0].size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    for (size_t j = 0; j < rows[i].size(); ++j) m(i, j) = rows[i][j].get<double>();
-  }
-  return m;
-}
+GpMatrix Matrix(const nlohmann::json& rows) { return testing::GpMatrixFromJson(rows); }
 
 Eigen::VectorXd Vector(const nlohmann::json& v) {
   Eigen::VectorXd out(v.size());
