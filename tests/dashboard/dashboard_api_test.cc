@@ -15,6 +15,7 @@
 #include "dashboard/http_gzip.h"
 #include "dashboard/report_page.h"
 #include "storage/storage.h"
+#include "tests/dashboard/dashboard_fetch.h"
 #include "tests/dashboard/dashboard_util.h"
 
 namespace {
@@ -24,21 +25,6 @@ using namespace tune::dashboard_test;
 std::string ReadAll(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
-struct Fetched {
-  int status = 0;
-  json body;
-};
-
-Fetched Get(int port, const std::string& path) {
-  httplib::Client client("127.0.0.1", port);
-  auto res = client.Get(path.c_str());
-  REQUIRE(res);
-  Fetched f;
-  f.status = res->status;
-  if (res->get_header_value("Content-Type") == "application/json; charset=utf-8") f.body = json::parse(res->body);
-  return f;
 }
 
 // GET over a bare socket, with exactly the request headers `extra` (each
@@ -309,28 +295,7 @@ TEST_CASE("dashboard API: PBT exploits give each trial its schedule and the expe
   const std::string db = (dir.path / "results.db").string();
   {
     auto storage = std::move(tune::OpenSqliteStorage(db)).value();
-    const tune::ExperimentId e = *storage->CreateExperiment("pbt", AshaSpec("pbt", 2, 0).dump(), 1);
-    auto add = [&](double lr) {
-      return storage->CreateTrial(e, {{"lr", lr}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}})->id;
-    };
-    const tune::TrialId t0 = add(0.01), t1 = add(0.02);
-    auto report = [&](tune::TrialId t, int attempt, int64_t step, double v) {
-      tune::MetricReport r;
-      r.step = step;
-      r.values = {{"eval_loss", v}};
-      REQUIRE(storage->AppendReport(t, attempt, r, v).ok());
-    };
-    REQUIRE(storage->StartTrial(t0, 0, "local:pgid 1").ok());
-    REQUIRE(storage->StartTrial(t1, 0, "local:pgid 2").ok());
-    report(t0, 0, 10, 2.0);
-    report(t1, 0, 10, 1.0);
-    REQUIRE(storage->PauseTrial(t0, "exploit").ok());
-    REQUIRE(storage->RecordExploit(t0, 10, t1, 10,
-                                   {{"lr", 0.024}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}}).ok());
-    REQUIRE(storage->ContinueTrial(t0, 1, "local:pgid 3", 10).ok());
-    report(t0, 1, 20, 0.5);
-    REQUIRE(storage->FinishTrial(t0, tune::TrialState::kCompleted, 0.5, std::nullopt, "").ok());
-    REQUIRE(storage->PauseTrial(t1, "waiting").ok());
+    SeedPbtExperiment(*storage, /*late_report=*/false);
   }
   Dashboard dash(db, dir.path / "dash.log");
   Fetched exp = Get(dash.port(), "/api/experiment?name=pbt");

@@ -15,12 +15,15 @@
 
 #include "storage/open_storage.h"
 #include "storage/postgres_storage.h"
+#include "tests/common/in_dir.h"
+#include "tests/dashboard/dashboard_fetch.h"
 #include "tests/dashboard/dashboard_util.h"
 #include "tests/storage/storage_under_test.h"
 
 namespace {
 
 using namespace tune::dashboard_test;
+using tune::testing::InDir;
 using tune::testing::PostgresServer;
 
 PostgresServer& Server() { return tune::testing::SharedPostgresServer(); }
@@ -33,34 +36,6 @@ json Rows(const std::string& db, const std::string& sql) {
   const std::string out = Server().Psql(db, "SELECT coalesce(json_agg(x), '[]') FROM (" + sql + ") x");
   INFO(sql << ": " << out);
   return json::parse(out);
-}
-
-// Runs in `dir` while it lives: with a URL, `tune run` puts the trial
-// directories in ./tune_runs and `tune dashboard` reads the logs there.
-class InDir {
- public:
-  explicit InDir(const fs::path& dir) : old_(fs::current_path()) { fs::current_path(dir); }
-  ~InDir() { fs::current_path(old_); }
-
- private:
-  fs::path old_;
-};
-
-struct Fetched {
-  int status = 0;
-  json body;
-  std::string etag;
-};
-
-Fetched Get(int port, const std::string& path, const httplib::Headers& headers = {}) {
-  httplib::Client client("127.0.0.1", port);
-  auto res = client.Get(path.c_str(), headers);
-  REQUIRE(res);
-  Fetched f;
-  f.status = res->status;
-  f.etag = res->get_header_value("ETag");
-  if (res->get_header_value("Content-Type") == "application/json; charset=utf-8") f.body = json::parse(res->body);
-  return f;
 }
 
 json NullOr(const json& v) { return v.is_null() ? json(nullptr) : v; }
@@ -210,33 +185,7 @@ TEST_CASE("dashboard API on PostgreSQL: PBT's lineage and schedules, and a repor
   InDir in(dir.path);
   {
     auto storage = std::move(tune::OpenStorage(url)).value();
-    const tune::ExperimentId e = *storage->CreateExperiment("pbt", AshaSpec("pbt", 2, 0).dump(), 1);
-    auto add = [&](double lr) {
-      return storage->CreateTrial(e, {{"lr", lr}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}})->id;
-    };
-    const tune::TrialId t0 = add(0.01), t1 = add(0.02);
-    auto report = [&](tune::TrialId t, int attempt, int64_t step, double v) {
-      tune::MetricReport r;
-      r.step = step;
-      r.values = {{"eval_loss", v}};
-      REQUIRE(storage->AppendReport(t, attempt, r, v).ok());
-    };
-    REQUIRE(storage->StartTrial(t0, 0, "local:pgid 1").ok());
-    REQUIRE(storage->StartTrial(t1, 0, "local:pgid 2").ok());
-    report(t0, 0, 10, 2.0);
-    report(t1, 0, 10, 1.0);
-    REQUIRE(storage->PauseTrial(t0, "exploit").ok());
-    REQUIRE(storage->RecordExploit(t0, 10, t1, 10,
-                                   {{"lr", 0.024}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}})
-                .ok());
-    REQUIRE(storage->ContinueTrial(t0, 1, "local:pgid 3", 10).ok());
-    report(t0, 1, 20, 0.5);
-    tune::MetricReport late;
-    late.step = 35;
-    late.values = {{"eval_loss", 0.1}};
-    REQUIRE(storage->AppendExcludedReport(t0, 1, late, 0.1, "after max_t").ok());
-    REQUIRE(storage->FinishTrial(t0, tune::TrialState::kCompleted, 0.5, std::nullopt, "").ok());
-    REQUIRE(storage->PauseTrial(t1, "waiting").ok());
+    SeedPbtExperiment(*storage, /*late_report=*/true);
   }
   Dashboard dash(url, dir.path / "dash.log");
   Fetched exp = Get(dash.port(), "/api/experiment?name=pbt");

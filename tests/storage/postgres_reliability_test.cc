@@ -15,6 +15,7 @@
 #include <string>
 
 #include "storage/postgres_storage.h"
+#include "tests/common/in_dir.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/storage/storage_under_test.h"
 
@@ -22,23 +23,13 @@ namespace {
 
 using namespace tune::e2e;
 using nlohmann::json;
+using tune::testing::InDir;
 using tune::testing::PostgresServer;
 
 PostgresServer& Server() { return tune::testing::SharedPostgresServer(); }
 
 // A new empty database's URL, or "" (skipped, with a warning).
 std::string NewDatabase(const std::string& name) { return tune::testing::NewPostgresDatabase(name); }
-
-// Runs in `dir` while it lives: with a URL, trial directories go to
-// ./tune_runs, and the processes forked here inherit the directory.
-class InDir {
- public:
-  explicit InDir(const fs::path& dir) : old_(fs::current_path()) { fs::current_path(dir); }
-  ~InDir() { fs::current_path(old_); }
-
- private:
-  fs::path old_;
-};
 
 // TPE + ASHA, one trial at a time, a deterministic trial program: every
 // decision depends only on the history (as reliability_test.cc's KillSpec).
