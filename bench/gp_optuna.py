@@ -60,12 +60,17 @@ def distributions(space):
     return out
 
 
-def run(f, space, sampler_kind, seed, trials, inflight):
+def run(f, space, sampler_kind, seed, trials, inflight, startup=()):
+    """One run: the best value after each trial and CPU per suggestion (all,
+    past the 10 startup trials, last 10). `startup`: parameter dicts
+    enqueued as the first trials (bench/gp_optuna_paired.py)."""
     if sampler_kind == "gp":
         sampler = optuna.samplers.GPSampler(seed=seed)
     else:
         sampler = optuna.samplers.TPESampler(seed=seed)
     study = optuna.create_study(sampler=sampler)
+    for params in startup:
+        study.enqueue_trial(params)
     dists = distributions(space)
     best, curve, open_trials = math.inf, [], []
     cpu_all = cpu_model = cpu_last = 0.0

@@ -18,7 +18,6 @@ below tune's.
 """
 import argparse
 import json
-import math
 import os
 import sys
 import warnings
@@ -29,29 +28,6 @@ import optuna  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 warnings.filterwarnings("ignore")
-
-
-def run(f, dists, seed, startup, trials, inflight):
-    study = optuna.create_study(sampler=optuna.samplers.GPSampler(seed=seed))
-    for params in startup:
-        study.enqueue_trial(params)
-    best, curve, open_trials = math.inf, [], []
-
-    def finish():
-        nonlocal best
-        t = open_trials.pop(0)
-        v = f(t.params)
-        study.tell(t, v)
-        best = min(best, v)
-        curve.append(best)
-
-    for _ in range(trials):
-        while len(open_trials) >= inflight:
-            finish()
-        open_trials.append(study.ask(dists))
-    while open_trials:
-        finish()
-    return curve
 
 
 def main():
@@ -69,8 +45,8 @@ def main():
             if r["sampler"] != args.sampler or (wanted and r["function"] not in wanted):
                 continue
             _, space, fn, optimum = problems[r["function"]]
-            curve = run(fn, gp_optuna.distributions(space), r["seed"], r["params"][:10], len(r["best"]),
-                        r.get("inflight", 1))
+            curve = gp_optuna.run(fn, space, "gp", r["seed"], len(r["best"]), r.get("inflight", 1),
+                                  startup=r["params"][:10])[0]
             out.write(json.dumps({"function": r["function"], "sampler": "optuna-gp-paired", "seed": r["seed"],
                                   "inflight": r.get("inflight", 1), "best": curve}) + "\n")
             out.flush()
