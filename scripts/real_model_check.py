@@ -377,6 +377,19 @@ def cpu_seconds(usage):
     return usage.ru_utime + usage.ru_stime
 
 
+def cpu_run_command(build, model_dir, data, work, steps, targets, threads):
+    """lora_train for `steps` steps of the CPU-time comparison (batch 4 x 256,
+    r 8, no eval), into a fresh <work>/cpu-run."""
+    out_dir = os.path.join(work, "cpu-run")
+    subprocess.run(["rm", "-rf", out_dir], check=True)
+    return [os.path.join(build, "bin", "lora_train"), "--base", model_dir, "--data", data,
+            "--eval-data", os.path.join(work, "eval.jsonl"), "--eval-max-examples", "1",
+            "--max-steps", str(steps), "--log-every", str(steps), "--eval-every", "0", "--batch-size", "4",
+            "--seq-len", "256", "--lora-r", "8", "--lora-alpha", "16", "--lora-dropout", "0.05",
+            "--target-modules", targets, "--lr", "1e-4", "--schedule", "constant",
+            "--threads", str(threads), "--output", out_dir, "--no-auto-resume"]
+
+
 def cpu_per_ktoken(build, model_dir, data, targets, steps, tokens, work, threads):
     """CPU seconds (user + system) per 1000 trained tokens of each side: the
     difference between a run of 2 * steps and one of `steps` steps, so that
@@ -391,14 +404,7 @@ def cpu_per_ktoken(build, model_dir, data, targets, steps, tokens, work, threads
         cpu = []
         for n in (steps, 2 * steps):
             if side == "lora_train":
-                out_dir = os.path.join(work, "cpu-run")
-                subprocess.run(["rm", "-rf", out_dir], check=True)
-                cmd = [os.path.join(build, "bin", "lora_train"), "--base", model_dir, "--data", data,
-                       "--eval-data", os.path.join(work, "eval.jsonl"), "--eval-max-examples", "1",
-                       "--max-steps", str(n), "--log-every", str(n), "--eval-every", "0", "--batch-size", "4",
-                       "--seq-len", "256", "--lora-r", "8", "--lora-alpha", "16", "--lora-dropout", "0.05",
-                       "--target-modules", targets, "--lr", "1e-4", "--schedule", "constant",
-                       "--threads", str(threads), "--output", out_dir, "--no-auto-resume"]
+                cmd = cpu_run_command(build, model_dir, data, work, n, targets, threads)
             else:
                 cmd = [sys.executable, os.path.abspath(__file__), "hf-train", "--model", model_dir, "--data", data,
                        "--targets", targets, "--steps", str(n), "--skip", "0", "--seq-len", "256",
@@ -589,14 +595,7 @@ def cpu_and_rss(build, model_dir, work, data, targets, steps, tokens, threads, q
         cpu, wall, rss = [], [], []
         for n in (steps, 2 * steps):
             if qargs is not None:
-                out_dir = os.path.join(work, "cpu-run")
-                subprocess.run(["rm", "-rf", out_dir], check=True)
-                cmd = [os.path.join(build, "bin", "lora_train"), "--base", model_dir, "--data", data,
-                       "--eval-data", os.path.join(work, "eval.jsonl"), "--eval-max-examples", "1",
-                       "--max-steps", str(n), "--log-every", str(n), "--eval-every", "0", "--batch-size", "4",
-                       "--seq-len", "256", "--lora-r", "8", "--lora-alpha", "16", "--lora-dropout", "0.05",
-                       "--target-modules", targets, "--lr", "1e-4", "--schedule", "constant",
-                       "--threads", str(threads), "--output", out_dir, "--no-auto-resume"] + qargs
+                cmd = cpu_run_command(build, model_dir, data, work, n, targets, threads) + qargs
             else:
                 cmd = [sys.executable, os.path.abspath(__file__), "hf-train", "--model", model_dir, "--data", data,
                        "--targets", targets, "--steps", str(n), "--skip", "0", "--seq-len", "256",
