@@ -17,6 +17,7 @@
 #include "storage/storage.h"
 #include "tests/dashboard/dashboard_fetch.h"
 #include "tests/dashboard/dashboard_util.h"
+#include "tests/dashboard/pbt_fixture.h"
 
 namespace {
 
@@ -298,37 +299,7 @@ TEST_CASE("dashboard API: PBT exploits give each trial its schedule and the expe
     SeedPbtExperiment(*storage, /*late_report=*/false);
   }
   Dashboard dash(db, dir.path / "dash.log");
-  Fetched exp = Get(dash.port(), "/api/experiment?name=pbt");
-  REQUIRE(exp.status == 200);
-  CHECK(exp.body["counts"]["paused"] == 1);
-  REQUIRE(exp.body["lineage"].size() == 1);
-  const json& x = exp.body["lineage"][0];
-  CHECK(x["trial"] == 0);
-  CHECK(x["at_step"] == 10);
-  CHECK(x["donor"] == 1);
-  CHECK(x["donor_step"] == 10);
-  CHECK(x["before"]["lr"] == 0.01);
-  CHECK(x["after"]["lr"] == 0.024);
-  CHECK(x["after"]["lora_r"].is_number_integer());
-  REQUIRE(exp.body["best_schedule"].size() == 2);  // trial 0 is the best
-  CHECK(exp.body["best_schedule"][1]["donor"] == 1);
-  // The carried report (step 10) and the new one make the curve.
-  CHECK(exp.body["curves"]["0"] == json::parse("[[10, 2.0], [20, 0.5]]"));
-  Fetched trial = Get(dash.port(), "/api/trial?experiment=pbt&number=0");
-  REQUIRE(trial.status == 200);
-  const json& s = trial.body["schedule"];
-  REQUIRE(s.size() == 2);
-  CHECK(s[0] == json::parse(R"({"step": 0, "params": {"lora_r": 4, "lr": 0.01, "optimizer": "adamw"},
-                                "donor": null, "donor_step": null, "at_step": null})"));
-  CHECK(s[1]["step"] == 10);
-  CHECK(s[1]["params"]["lr"] == 0.024);
-  CHECK(s[1]["donor"] == 1);
-  CHECK(s[1]["donor_step"] == 10);
-  CHECK(s[1]["at_step"] == 10);
-  CHECK(trial.body["failed_attempts"] == 0);
-  Fetched other = Get(dash.port(), "/api/trial?experiment=pbt&number=1");
-  CHECK(other.body["state"] == "paused");
-  CHECK(other.body["schedule"].size() == 1);
+  CheckPbtExperimentDocuments(dash.port(), /*late_report=*/false);
 }
 
 TEST_CASE("AcceptsGzip reads Accept-Encoding's codings and weights", "[dashboard]") {

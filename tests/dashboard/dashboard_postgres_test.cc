@@ -18,6 +18,7 @@
 #include "tests/common/in_dir.h"
 #include "tests/dashboard/dashboard_fetch.h"
 #include "tests/dashboard/dashboard_util.h"
+#include "tests/dashboard/pbt_fixture.h"
 #include "tests/storage/storage_under_test.h"
 
 namespace {
@@ -188,38 +189,5 @@ TEST_CASE("dashboard API on PostgreSQL: PBT's lineage and schedules, and a repor
     SeedPbtExperiment(*storage, /*late_report=*/true);
   }
   Dashboard dash(url, dir.path / "dash.log");
-  Fetched exp = Get(dash.port(), "/api/experiment?name=pbt");
-  REQUIRE(exp.status == 200);
-  CHECK(exp.body["counts"]["paused"] == 1);
-  REQUIRE(exp.body["lineage"].size() == 1);
-  const json& x = exp.body["lineage"][0];
-  CHECK(x["trial"] == 0);
-  CHECK(x["at_step"] == 10);
-  CHECK(x["donor"] == 1);
-  CHECK(x["donor_step"] == 10);
-  CHECK(x["before"]["lr"] == 0.01);
-  CHECK(x["after"]["lr"] == 0.024);
-  CHECK(x["after"]["lora_r"].is_number_integer());
-  REQUIRE(exp.body["best_schedule"].size() == 2);
-  CHECK(exp.body["best_schedule"][1]["donor"] == 1);
-  // The carried report (step 10) and the new one make the curve; the late
-  // one never counts.
-  CHECK(exp.body["curves"]["0"] == json::parse("[[10, 2.0], [20, 0.5]]"));
-  CHECK(exp.body["trial_rows"][0]["value"] == 0.5);
-  Fetched trial = Get(dash.port(), "/api/trial?experiment=pbt&number=0");
-  REQUIRE(trial.status == 200);
-  const json& s = trial.body["schedule"];
-  REQUIRE(s.size() == 2);
-  CHECK(s[0] == json::parse(R"({"step": 0, "params": {"lora_r": 4, "lr": 0.01, "optimizer": "adamw"},
-                                "donor": null, "donor_step": null, "at_step": null})"));
-  CHECK(s[1]["params"]["lr"] == 0.024);
-  CHECK(s[1]["donor"] == 1);
-  REQUIRE(trial.body["reports"].size() == 4);  // 10, its copy, 20, and 35 marked
-  CHECK(trial.body["reports"][3]["step"] == 35);
-  CHECK(trial.body["reports"][3]["excluded"] == "after max_t");
-  CHECK(trial.body["reports"][2]["excluded"].is_null());
-  CHECK(trial.body["logs"][0]["missing"] == true);  // this trial never ran: no directory
-  Fetched other = Get(dash.port(), "/api/trial?experiment=pbt&number=1");
-  CHECK(other.body["state"] == "paused");
-  CHECK(other.body["schedule"].size() == 1);
+  CheckPbtExperimentDocuments(dash.port(), /*late_report=*/true);
 }

@@ -15,7 +15,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "storage/storage.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace tune::dashboard_test {
@@ -54,43 +53,6 @@ inline fs::path WriteSpec(const fs::path& dir, const json& spec) {
   fs::path p = dir / (spec["name"].get<std::string>() + ".json");
   std::ofstream(p) << spec.dump(2);
   return p;
-}
-
-// A PBT experiment "pbt" written straight into `storage`: trial 0 (lr 0.01)
-// reports 2.0 at step 10, is paused and exploits trial 1 (lr 0.02, 1.0 at
-// step 10) at step 10, taking lr 0.024; its attempt 1 reports 0.5 at step
-// 20 and completes; trial 1 stays paused. With `late_report`, trial 0 also
-// has a report at step 35 marked "after max_t".
-inline void SeedPbtExperiment(tune::Storage& storage, bool late_report) {
-  const tune::ExperimentId e = *storage.CreateExperiment("pbt", AshaSpec("pbt", 2, 0).dump(), 1);
-  auto add = [&](double lr) {
-    return storage.CreateTrial(e, {{"lr", lr}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}})->id;
-  };
-  const tune::TrialId t0 = add(0.01), t1 = add(0.02);
-  auto report = [&](tune::TrialId t, int attempt, int64_t step, double v) {
-    tune::MetricReport r;
-    r.step = step;
-    r.values = {{"eval_loss", v}};
-    REQUIRE(storage.AppendReport(t, attempt, r, v).ok());
-  };
-  REQUIRE(storage.StartTrial(t0, 0, "local:pgid 1").ok());
-  REQUIRE(storage.StartTrial(t1, 0, "local:pgid 2").ok());
-  report(t0, 0, 10, 2.0);
-  report(t1, 0, 10, 1.0);
-  REQUIRE(storage.PauseTrial(t0, "exploit").ok());
-  REQUIRE(storage.RecordExploit(t0, 10, t1, 10,
-                                {{"lr", 0.024}, {"lora_r", int64_t{4}}, {"optimizer", std::string("adamw")}})
-              .ok());
-  REQUIRE(storage.ContinueTrial(t0, 1, "local:pgid 3", 10).ok());
-  report(t0, 1, 20, 0.5);
-  if (late_report) {
-    tune::MetricReport late;
-    late.step = 35;
-    late.values = {{"eval_loss", 0.1}};
-    REQUIRE(storage.AppendExcludedReport(t0, 1, late, 0.1, "after max_t").ok());
-  }
-  REQUIRE(storage.FinishTrial(t0, tune::TrialState::kCompleted, 0.5, std::nullopt, "").ok());
-  REQUIRE(storage.PauseTrial(t1, "waiting").ok());
 }
 
 // `tune ARGS...` as a child with stdout+stderr to `log`; killed (SIGTERM,
